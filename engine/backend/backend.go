@@ -1,0 +1,103 @@
+package backend
+
+// Pack describes a packed batch: sequence i occupies rows Start[i] .. Start[i]+Len[i]-1 of
+// every activation, and its tokens have positions 0 .. Len[i]-1. Host slices; a device
+// backend copies what it needs.
+type Pack struct {
+	Start []int32
+	Len   []int32
+}
+
+// Rows is the number of rows (tokens) in the pack.
+func (p Pack) Rows() int {
+	if len(p.Start) == 0 {
+		return 0
+	}
+	k := len(p.Start) - 1
+	return int(p.Start[k] + p.Len[k])
+}
+
+// KV is one layer's key/value cache: Slots sequences of up to Cap positions, C channels
+// each, laid out [slot][pos][C].
+type KV struct {
+	K, V Buf
+	Cap  int
+}
+
+// AdamW holds the hyper-parameters of one AdamW update (decoupled weight decay, bias
+// correction as in torch.optim.AdamW).
+type AdamW struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float32
+	Step                               int // 1-based step used for bias correction
+}
+
+// Backend is the set of kernels GPT-2 needs. Shapes: n rows, c input channels, oc output
+// channels, v vocabulary, nh heads. See the package documentation for conventions.
+type Backend interface {
+	Name() string
+
+	// Memory.
+	Alloc(n int) Buf    // zeroed
+	AllocI32(n int) I32 // zeroed
+	Upload(dst Buf, src []float32)
+	Download(dst []float32, src Buf)
+	UploadI32(dst I32, src []int32)
+	Copy(dst, src Buf)
+	Fill(dst Buf, v float32)
+
+	// Encoder: out[i] = wte[tok[i]] + wpe[pos[i]].
+	Encoder(out Buf, tok, pos I32, wte, wpe Buf, n, c int)
+	// EncoderBackward: dwte[tok[i]] += dout[i]; dwpe[pos[i]] += dout[i].
+	EncoderBackward(dwte, dwpe, dout Buf, tok, pos I32, n, c int)
+
+	// LayerNorm over the last dimension; saves mean and 1/std per row for the backward.
+	LayerNorm(out, mean, rstd, inp, w, b Buf, n, c int, eps float32)
+	// LayerNormBackward: dinp += ..., dw += ..., db += ... .
+	LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd Buf, n, c int)
+
+	// MatMul: out[n,oc] = inp[n,c]·w[oc,c]ᵀ + bias (bias may be Nil).
+	MatMul(out, inp, w, bias Buf, n, c, oc int)
+	// MatMulBackward: dinp[n,c] = dout·w (overwritten), dw += doutᵀ·inp, dbias += Σ rows
+	// of dout (dbias may be Nil). dinp may be Nil when the input needs no gradient.
+	MatMulBackward(dinp, dw, dbias, dout, inp, w Buf, n, c, oc int)
+
+	// Attention over a packed batch. qkv is (n, 3c) with q, k, v in that order; out is (n, c).
+	// lse (n, nh) receives each row's log-sum-exp of the scaled scores, which is all the
+	// backward needs to recompute the probabilities.
+	Attention(out, lse, qkv Buf, p Pack, nh, c int)
+	// AttentionBackward: dqkv (n, 3c) is overwritten.
+	AttentionBackward(dqkv, dout, out, lse, qkv Buf, p Pack, nh, c int)
+
+	// GELU (tanh approximation, "gelu_new") and its backward: dinp = gelu'(inp)·dout.
+	GELU(out, inp Buf)
+	GELUBackward(dinp, inp, dout Buf)
+
+	// Add: out = a + b. AddTo: dst += src.
+	Add(out, a, b Buf)
+	AddTo(dst, src Buf)
+	Scale(dst Buf, s float32)
+
+	// GatherRows: dst[i] = src[rows[i]]. ScatterRows: dst[rows[i]] = src[i]; other rows of
+	// dst are left as they are.
+	GatherRows(dst, src Buf, rows I32, c int)
+	ScatterRows(dst, src Buf, rows I32, c int)
+
+	// LogProbs: for each row r of logits (rows, v), with z = logits·invTemp:
+	// lse[r] = log Σ exp z, logp[r] = z[target[r]] − lse[r], and if ent is not Nil the
+	// entropy ent[r] = −Σ p log p.
+	LogProbs(lse, logp, ent, logits Buf, targets I32, rows, v int, invTemp float32)
+	// LogProbsBackward overwrites logits with dL/dlogits given dL/dlogp (dlogp) and, when
+	// dent is not Nil, dL/dentropy (dent).
+	LogProbsBackward(logits, lse, ent, dlogp, dent Buf, targets I32, rows, v int, invTemp float32)
+
+	// KVWrite stores the k and v parts of qkv rows into cache slot slot[i] at position pos[i].
+	KVWrite(kv KV, qkv Buf, slot, pos I32, n, c int)
+	// AttentionDecode: row i attends with its q (from qkv) over positions 0..pos[i] of
+	// slot[i] in the cache (which already holds its own k, v).
+	AttentionDecode(out, qkv Buf, kv KV, slot, pos I32, n, nh, c int)
+
+	// AdamW updates p in place from gradient g and moments m, v.
+	AdamW(p, g, m, v Buf, h AdamW)
+	// SumSquares returns Σ x² in float64 (non-finite if any element is).
+	SumSquares(b Buf) float64
+}

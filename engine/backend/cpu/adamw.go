@@ -1,0 +1,85 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/rookscript/rookscript/engine/backend"
+)
+
+// AdamW as torch.optim.AdamW computes it: decoupled decay p ← p(1 − lr·wd), moments,
+// then p ← p − (lr/bc1)·m / (√v/√bc2 + eps).
+type adamJob struct {
+	p, g, m, v               []float32
+	b1, b2, eps, decay, step float32
+	invSqrtBC2               float32
+}
+
+const adamGrain = 1 << 14
+
+func (j *adamJob) run(_, lo, hi int) {
+	p, g, m, v := j.p[lo:hi], j.g[lo:hi], j.m[lo:hi], j.v[lo:hi]
+	b1, b2, c1, c2 := j.b1, j.b2, 1-j.b1, 1-j.b2
+	for i := range p {
+		gi := g[i]
+		mi := b1*m[i] + c1*gi
+		vi := b2*v[i] + c2*gi*gi
+		m[i], v[i] = mi, vi
+		denom := float32(math.Sqrt(float64(vi)))*j.invSqrtBC2 + j.eps
+		p[i] = p[i]*j.decay - j.step*mi/denom
+	}
+}
+
+func (c *CPU) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
+	sameLen("AdamW", p, g, m, v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bc1 := 1 - math.Pow(float64(h.Beta1), float64(h.Step))
+	bc2 := 1 - math.Pow(float64(h.Beta2), float64(h.Step))
+	c.adam = adamJob{
+		p: p.F32(), g: g.F32(), m: m.F32(), v: v.F32(),
+		b1: h.Beta1, b2: h.Beta2, eps: h.Eps,
+		decay:      1 - h.LR*h.WeightDecay,
+		step:       float32(float64(h.LR) / bc1),
+		invSqrtBC2: float32(1 / math.Sqrt(bc2)),
+	}
+	c.pool.run(&c.adam, p.N, adamGrain)
+	c.adam = adamJob{}
+}
+
+// sumSquaresJob writes each chunk's Σx² into its own slot; the slots are added in order.
+type sumSquaresJob struct {
+	x   []float32
+	out []float64
+}
+
+const sqGrain = 1 << 16
+
+func (j *sumSquaresJob) run(_, lo, hi int) {
+	x := j.x[lo:hi]
+	var a, b, c, d float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a += float64(x[i]) * float64(x[i])
+		b += float64(x[i+1]) * float64(x[i+1])
+		c += float64(x[i+2]) * float64(x[i+2])
+		d += float64(x[i+3]) * float64(x[i+3])
+	}
+	for ; i < len(x); i++ {
+		a += float64(x[i]) * float64(x[i])
+	}
+	j.out[lo/sqGrain] = (a + b) + (c + d)
+}
+
+func (c *CPU) SumSquares(b backend.Buf) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	part := c.partialsFor(chunkCount(b.N, sqGrain))
+	c.sq = sumSquaresJob{x: b.F32(), out: part}
+	c.pool.run(&c.sq, b.N, sqGrain)
+	c.sq = sumSquaresJob{}
+	var s float64
+	for _, v := range part {
+		s += v
+	}
+	return s
+}

@@ -1,0 +1,195 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/rookscript/rookscript/engine/backend"
+)
+
+// Attention over a packed batch, one (sequence, head) pair per work item. Each pair is a
+// few GEMMs over its (T, T) score matrix: the causal half above the diagonal is computed
+// and discarded, which costs less than Go loops would over the useful half. The forward
+// keeps only each row's log-sum-exp; the backward recomputes the probabilities from it
+// (as FlashAttention does), so activation memory stays O(rows), not O(Σ T²).
+
+type attentionJob struct {
+	backward                  bool
+	out, lse, qkv, dqkv, dout []float32
+	start, lens               []int32
+	nh, c                     int
+	scratch                   [][]float32
+}
+
+func (j *attentionJob) run(w, lo, hi int) {
+	for k := lo; k < hi; k++ {
+		i, h := k/j.nh, k%j.nh
+		if j.backward {
+			j.backwardPair(j.scratch[w], int(j.start[i]), int(j.lens[i]), h)
+		} else {
+			j.forwardPair(j.scratch[w], int(j.start[i]), int(j.lens[i]), h)
+		}
+	}
+}
+
+func (j *attentionJob) views(s, h int) (q, k, v []float32, hd int, scale float32) {
+	c3 := 3 * j.c
+	hd = j.c / j.nh
+	base := s*c3 + h*hd
+	return j.qkv[base:], j.qkv[base+j.c:], j.qkv[base+2*j.c:], hd, float32(1 / math.Sqrt(float64(hd)))
+}
+
+func (j *attentionJob) forwardPair(scr []float32, s, t, h int) {
+	if t == 0 {
+		return
+	}
+	q, k, v, hd, scale := j.views(s, h)
+	c3 := 3 * j.c
+	p := scr[:t*t]
+	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p, t)
+	for r := 0; r < t; r++ {
+		row := p[r*t : (r+1)*t]
+		m := row[0]
+		for _, x := range row[1 : r+1] {
+			m = max(m, x)
+		}
+		var sum float32
+		for x := 0; x <= r; x++ {
+			e := expf(row[x] - m)
+			row[x] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for x := 0; x <= r; x++ {
+			row[x] *= inv
+		}
+		clear(row[r+1:])
+		j.lse[(s+r)*j.nh+h] = m + float32(math.Log(float64(sum)))
+	}
+	sgemm(false, false, t, hd, t, 1, p, t, v, c3, 0, j.out[s*j.c+h*hd:], j.c)
+}
+
+func (j *attentionJob) backwardPair(scr []float32, s, t, h int) {
+	if t == 0 {
+		return
+	}
+	q, k, v, hd, scale := j.views(s, h)
+	c3 := 3 * j.c
+	p, dp, dd := scr[:t*t], scr[t*t:2*t*t], scr[2*t*t:2*t*t+t]
+	dy := j.dout[s*j.c+h*hd:]
+	y := j.out[s*j.c+h*hd:]
+	base := s*c3 + h*hd
+	dq, dk, dv := j.dqkv[base:], j.dqkv[base+j.c:], j.dqkv[base+2*j.c:]
+
+	// Recompute the probabilities from the saved log-sum-exp.
+	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p, t)
+	for r := 0; r < t; r++ {
+		row := p[r*t : (r+1)*t]
+		l := j.lse[(s+r)*j.nh+h]
+		for x := 0; x <= r; x++ {
+			row[x] = expf(row[x] - l)
+		}
+		clear(row[r+1:])
+		// D_r = dy_r · y_r equals Σ_x P_rx dP_rx, the softmax backward's row term.
+		var d float32
+		for e := 0; e < hd; e++ {
+			d += dy[r*j.c+e] * y[r*j.c+e]
+		}
+		dd[r] = d
+	}
+	sgemm(false, true, t, t, hd, 1, dy, j.c, v, c3, 0, dp, t) // dP = dY·Vᵀ
+	sgemm(true, false, t, hd, t, 1, p, t, dy, j.c, 0, dv, c3) // dV = Pᵀ·dY
+	for r := 0; r < t; r++ {
+		prow, drow := p[r*t:(r+1)*t], dp[r*t:(r+1)*t]
+		for x := 0; x <= r; x++ {
+			drow[x] = prow[x] * (drow[x] - dd[r])
+		}
+		clear(drow[r+1:])
+	}
+	sgemm(false, false, t, hd, t, scale, dp, t, k, c3, 0, dq, c3) // dQ = dS·K
+	sgemm(true, false, t, hd, t, scale, dp, t, q, c3, 0, dk, c3)  // dK = dSᵀ·Q
+}
+
+func maxLen(p backend.Pack) int {
+	m := 0
+	for _, l := range p.Len {
+		m = max(m, int(l))
+	}
+	return m
+}
+
+func (c *CPU) Attention(out, lse, qkv backend.Buf, p backend.Pack, nh, ch int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := maxLen(p)
+	c.att = attentionJob{out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, nh: nh, c: ch, scratch: c.scratchFor(t * t)}
+	c.pool.run(&c.att, len(p.Len)*nh, 1)
+	c.att = attentionJob{}
+}
+
+func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend.Pack, nh, ch int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := maxLen(p)
+	c.att = attentionJob{backward: true, dqkv: dqkv.F32(), dout: dout.F32(), out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, nh: nh, c: ch, scratch: c.scratchFor(2*t*t + t)}
+	c.pool.run(&c.att, len(p.Len)*nh, 1)
+	c.att = attentionJob{}
+}
+
+// Decoding: one query row per sequence against its slot of the KV cache.
+
+type decodeJob struct {
+	out, qkv, kc, vc []float32
+	slot, pos        []int32
+	nh, c, cap       int
+	scratch          [][]float32
+}
+
+func (j *decodeJob) run(w, lo, hi int) {
+	hd := j.c / j.nh
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for it := lo; it < hi; it++ {
+		i, h := it/j.nh, it%j.nh
+		n := int(j.pos[i]) + 1
+		base := int(j.slot[i])*j.cap*j.c + h*hd
+		q := j.qkv[i*3*j.c+h*hd:][:hd]
+		sc := j.scratch[w][:n]
+		sgemv(false, n, hd, scale, j.kc[base:], j.c, q, 0, sc)
+		m := sc[0]
+		for _, x := range sc[1:] {
+			m = max(m, x)
+		}
+		var sum float32
+		for x := range sc {
+			sc[x] = expf(sc[x] - m)
+			sum += sc[x]
+		}
+		inv := 1 / sum
+		for x := range sc {
+			sc[x] *= inv
+		}
+		sgemv(true, n, hd, 1, j.vc[base:], j.c, sc, 0, j.out[i*j.c+h*hd:][:hd])
+	}
+}
+
+func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, ch int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	src, kc, vc := qkv.F32(), kv.K.F32(), kv.V.F32()
+	sl, ps := slot.Ints(), pos.Ints()
+	for i := 0; i < n; i++ {
+		if int(ps[i]) >= kv.Cap {
+			panic("cpu: KVWrite position beyond the cache capacity")
+		}
+		dst := (int(sl[i])*kv.Cap + int(ps[i])) * ch
+		copy(kc[dst:dst+ch], src[i*3*ch+ch:i*3*ch+2*ch])
+		copy(vc[dst:dst+ch], src[i*3*ch+2*ch:i*3*ch+3*ch])
+	}
+}
+
+func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos backend.I32, n, nh, ch int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap)}
+	c.pool.run(&c.dec, n*nh, 4)
+	c.dec = decodeJob{}
+}

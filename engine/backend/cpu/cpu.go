@@ -1,0 +1,110 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/rookscript/rookscript/engine/backend"
+)
+
+// CPU is the host backend.
+type CPU struct {
+	mu   sync.Mutex
+	pool *pool
+
+	// Per-kernel job structs (see pool.go), reused call after call.
+	ew    ewJob
+	enc   encoderJob
+	ln    layerNormJob
+	bias  biasJob
+	att   attentionJob
+	dec   decodeJob
+	lp    logProbsJob
+	adam  adamJob
+	sq    sumSquaresJob
+	rows  rowsJob
+	bgrad biasGradJob
+
+	partials []float64 // per-chunk reduction results
+	lnPart   []float32 // LayerNorm backward per-chunk dw, db
+	scratch  [][]float32
+}
+
+var _ backend.Backend = (*CPU)(nil)
+
+// New returns a CPU backend that runs kernels on threads goroutines (0: GOMAXPROCS).
+func New(threads int) *CPU {
+	if threads < 1 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &CPU{pool: newPool(threads)}
+}
+
+// Name describes the backend.
+func (c *CPU) Name() string { return "cpu" }
+
+// Threads is the number of goroutines kernels run on.
+func (c *CPU) Threads() int { return c.pool.workers }
+
+func (c *CPU) Alloc(n int) backend.Buf {
+	return backend.Buf{M: &backend.Mem{Host: make([]float32, n), Len: n}, N: n}
+}
+
+func (c *CPU) AllocI32(n int) backend.I32 {
+	return backend.I32{M: &backend.Mem{HostI: make([]int32, n), Len: n}, N: n}
+}
+
+func (c *CPU) Upload(dst backend.Buf, src []float32) {
+	if len(src) != dst.N {
+		panic("cpu: Upload size mismatch")
+	}
+	copy(dst.F32(), src)
+}
+
+func (c *CPU) Download(dst []float32, src backend.Buf) {
+	if len(dst) != src.N {
+		panic("cpu: Download size mismatch")
+	}
+	copy(dst, src.F32())
+}
+
+func (c *CPU) UploadI32(dst backend.I32, src []int32) {
+	if len(src) != dst.N {
+		panic("cpu: UploadI32 size mismatch")
+	}
+	copy(dst.Ints(), src)
+}
+
+// partialsFor returns a zeroed per-chunk reduction area of n float64s.
+func (c *CPU) partialsFor(n int) []float64 {
+	if cap(c.partials) < n {
+		c.partials = make([]float64, n)
+	}
+	p := c.partials[:n]
+	clear(p)
+	return p
+}
+
+// scratchFor returns per-worker scratch slices of at least n floats each.
+func (c *CPU) scratchFor(n int) [][]float32 {
+	if len(c.scratch) != c.pool.workers {
+		c.scratch = make([][]float32, c.pool.workers)
+	}
+	for w := range c.scratch {
+		if cap(c.scratch[w]) < n {
+			c.scratch[w] = make([]float32, n)
+		}
+		c.scratch[w] = c.scratch[w][:n]
+	}
+	return c.scratch
+}
+
+// growZero returns (*s)[:n] zeroed, growing *s if needed.
+func growZero(s *[]float32, n int) []float32 {
+	if cap(*s) < n {
+		*s = make([]float32, n)
+	}
+	p := (*s)[:n]
+	clear(p)
+	return p
+}

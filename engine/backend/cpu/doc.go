@@ -1,0 +1,13 @@
+// Package cpu is the host backend: GEMMs through OpenBLAS (cgo), every other kernel in Go
+// spread over a fixed pool of goroutines.
+//
+// Determinism: each parallel kernel splits its work into chunks whose boundaries depend only
+// on the problem size (never on the number of threads or on timing), and reductions combine
+// per-chunk partial results in chunk order. OpenBLAS partitions a GEMM over its output, not
+// over the reduction dimension, so it too returns bit-identical results run after run for a
+// given thread count.
+//
+// Steady state allocates nothing: kernel arguments travel in job structs owned by the
+// backend, and scratch space grows only when a larger problem than any before arrives.
+// A backend serves one caller at a time; concurrent calls are serialised by a mutex.
+package cpu

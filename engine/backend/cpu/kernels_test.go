@@ -1,0 +1,437 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/backend"
+)
+
+// Kernel tests: each forward against a direct float64 formula, each backward against
+// central finite differences of its forward, on small shapes that are not multiples of any
+// grain or block size.
+
+func randVec(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * scale)
+	}
+	return v
+}
+
+func buf(c *CPU, v []float32) backend.Buf {
+	b := c.Alloc(len(v))
+	c.Upload(b, v)
+	return b
+}
+
+func ibuf(c *CPU, v []int32) backend.I32 {
+	b := c.AllocI32(len(v))
+	c.UploadI32(b, v)
+	return b
+}
+
+func dot64(w, x []float32) float64 {
+	s := 0.0
+	for i := range w {
+		s += float64(w[i]) * float64(x[i])
+	}
+	return s
+}
+
+// checkFD compares analytic gradients of loss w.r.t. x with central differences at up to
+// 40 indices. The error is measured against the largest analytic gradient, because float32
+// forward rounding (≈1e-7 relative) divided by h bounds what differences can resolve.
+func checkFD(t *testing.T, name string, x, analytic []float32, loss func() float64, h float32, tol float64) {
+	t.Helper()
+	scale := 1e-12
+	for _, g := range analytic {
+		scale = max(scale, math.Abs(float64(g)))
+	}
+	step := max(1, len(x)/40)
+	worst := 0.0
+	for i := 0; i < len(x); i += step {
+		orig := x[i]
+		x[i] = orig + h
+		xp := x[i]
+		lp := loss()
+		x[i] = orig - h
+		xm := x[i]
+		lm := loss()
+		x[i] = orig
+		num := (lp - lm) / float64(xp-xm)
+		if e := math.Abs(num-float64(analytic[i])) / scale; e > worst {
+			worst = e
+			if e > tol {
+				t.Errorf("%s[%d]: analytic %.6g, finite difference %.6g (error %.2g of max |grad| %.3g)", name, i, analytic[i], num, e, scale)
+			}
+		}
+	}
+	t.Logf("%s: worst FD error %.2g of max |grad| %.3g", name, worst, scale)
+}
+
+func maxAbsDiff(a []float32, b []float64) float64 {
+	m := 0.0
+	for i := range a {
+		m = max(m, math.Abs(float64(a[i])-b[i]))
+	}
+	return m
+}
+
+func TestEncoder(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(1, 2))
+	const v, maxT, ch, n = 11, 9, 37, 13
+	wte, wpe := randVec(r, v*ch, 1), randVec(r, maxT*ch, 1)
+	tok := []int32{3, 3, 0, 10, 5, 3, 7, 7, 1, 2, 3, 9, 0}
+	pos := []int32{0, 1, 2, 3, 0, 1, 0, 1, 2, 3, 4, 5, 6}
+	out := c.Alloc(n * ch)
+	c.Encoder(out, ibuf(c, tok), ibuf(c, pos), buf(c, wte), buf(c, wpe), n, ch)
+	for i := range n {
+		for k := range ch {
+			if want := wte[int(tok[i])*ch+k] + wpe[int(pos[i])*ch+k]; out.F32()[i*ch+k] != want {
+				t.Fatalf("out[%d,%d] = %g, want %g", i, k, out.F32()[i*ch+k], want)
+			}
+		}
+	}
+	dout := randVec(r, n*ch, 1)
+	dwte, dwpe := c.Alloc(v*ch), c.Alloc(maxT*ch)
+	c.EncoderBackward(dwte, dwpe, buf(c, dout), ibuf(c, tok), ibuf(c, pos), n, ch)
+	wte64 := make([]float64, v*ch)
+	for i := range n {
+		for k := range ch {
+			wte64[int(tok[i])*ch+k] += float64(dout[i*ch+k])
+		}
+	}
+	if d := maxAbsDiff(dwte.F32(), wte64); d > 1e-5 {
+		t.Fatalf("dwte differs from the direct sum by %g", d)
+	}
+}
+
+func TestLayerNorm(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(3, 4))
+	const n, ch = 37, 13 // n spans three backward chunks
+	inp, w, b := randVec(r, n*ch, 1.5), randVec(r, ch, 1), randVec(r, ch, 1)
+	for i := range inp {
+		inp[i] += 0.7 // a non-zero mean
+	}
+	dout := randVec(r, n*ch, 1)
+	out, mean, rstd := c.Alloc(n*ch), c.Alloc(n), c.Alloc(n)
+	bi, bw, bb := buf(c, inp), buf(c, w), buf(c, b)
+	forward := func() float64 {
+		c.LayerNorm(out, mean, rstd, bi, bw, bb, n, ch, 1e-5)
+		return dot64(dout, out.F32())
+	}
+	forward()
+	want := make([]float64, n*ch)
+	for i := range n {
+		x := inp[i*ch : (i+1)*ch]
+		m, v := 0.0, 0.0
+		for _, xv := range x {
+			m += float64(xv)
+		}
+		m /= ch
+		for _, xv := range x {
+			v += (float64(xv) - m) * (float64(xv) - m)
+		}
+		s := 1 / math.Sqrt(v/ch+1e-5)
+		for k, xv := range x {
+			want[i*ch+k] = (float64(xv)-m)*s*float64(w[k]) + float64(b[k])
+		}
+	}
+	if d := maxAbsDiff(out.F32(), want); d > 2e-6 {
+		t.Fatalf("LayerNorm forward differs by %g", d)
+	}
+	dinp, dw, db := c.Alloc(n*ch), c.Alloc(ch), c.Alloc(ch)
+	c.LayerNormBackward(dinp, dw, db, buf(c, dout), bi, bw, mean, rstd, n, ch)
+	checkFD(t, "dinp", bi.F32(), dinp.F32(), forward, 1e-2, 2e-3)
+	checkFD(t, "dw", bw.F32(), dw.F32(), forward, 1e-2, 2e-3)
+	checkFD(t, "db", bb.F32(), db.F32(), forward, 1e-2, 2e-3)
+}
+
+func TestMatMul(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(5, 6))
+	const n, ch, oc = 7, 9, 11
+	inp, w, b, dout := randVec(r, n*ch, 1), randVec(r, oc*ch, 1), randVec(r, oc, 1), randVec(r, n*oc, 1)
+	bi, bw, bb := buf(c, inp), buf(c, w), buf(c, b)
+	out := c.Alloc(n * oc)
+	forward := func() float64 {
+		c.MatMul(out, bi, bw, bb, n, ch, oc)
+		return dot64(dout, out.F32())
+	}
+	forward()
+	want := make([]float64, n*oc)
+	for i := range n {
+		for o := range oc {
+			want[i*oc+o] = dot64(inp[i*ch:(i+1)*ch], w[o*ch:(o+1)*ch]) + float64(b[o])
+		}
+	}
+	if d := maxAbsDiff(out.F32(), want); d > 1e-5 {
+		t.Fatalf("MatMul forward differs by %g", d)
+	}
+	dinp, dw, db := c.Alloc(n*ch), c.Alloc(oc*ch), c.Alloc(oc)
+	c.MatMulBackward(dinp, dw, db, buf(c, dout), bi, bw, n, ch, oc)
+	checkFD(t, "dinp", bi.F32(), dinp.F32(), forward, 1e-2, 1e-3)
+	checkFD(t, "dw", bw.F32(), dw.F32(), forward, 1e-2, 1e-3)
+	checkFD(t, "db", bb.F32(), db.F32(), forward, 1e-2, 1e-3)
+	// Parameter gradients accumulate; the input gradient is overwritten.
+	c.MatMulBackward(dinp, dw, db, buf(c, dout), bi, bw, n, ch, oc)
+	if g := db.F32()[0]; math.Abs(float64(g)-2*float64(sumCol(dout, oc, 0))) > 1e-4 {
+		t.Fatalf("dbias did not accumulate: %g", g)
+	}
+}
+
+func sumCol(x []float32, cols, col int) float32 {
+	var s float32
+	for i := col; i < len(x); i += cols {
+		s += x[i]
+	}
+	return s
+}
+
+// naiveAttention is causal multi-head attention over one packed batch in float64.
+func naiveAttention(qkv []float32, p backend.Pack, nh, c int) []float64 {
+	hd := c / nh
+	out := make([]float64, p.Rows()*c)
+	for i := range p.Start {
+		s, t := int(p.Start[i]), int(p.Len[i])
+		for h := range nh {
+			for q := range t {
+				sc := make([]float64, q+1)
+				m := math.Inf(-1)
+				for k := 0; k <= q; k++ {
+					for e := range hd {
+						sc[k] += float64(qkv[(s+q)*3*c+h*hd+e]) * float64(qkv[(s+k)*3*c+c+h*hd+e])
+					}
+					sc[k] /= math.Sqrt(float64(hd))
+					m = max(m, sc[k])
+				}
+				z := 0.0
+				for k := range sc {
+					sc[k] = math.Exp(sc[k] - m)
+					z += sc[k]
+				}
+				for k := range sc {
+					for e := range hd {
+						out[(s+q)*c+h*hd+e] += sc[k] / z * float64(qkv[(s+k)*3*c+2*c+h*hd+e])
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestAttention(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(7, 8))
+	const nh, ch = 2, 10
+	p := backend.Pack{Start: []int32{0, 3, 4}, Len: []int32{3, 1, 6}}
+	n := p.Rows()
+	qkv := randVec(r, n*3*ch, 1)
+	dout := randVec(r, n*ch, 1)
+	bq := buf(c, qkv)
+	out, lse := c.Alloc(n*ch), c.Alloc(n*nh)
+	forward := func() float64 {
+		c.Attention(out, lse, bq, p, nh, ch)
+		return dot64(dout, out.F32())
+	}
+	forward()
+	if d := maxAbsDiff(out.F32(), naiveAttention(qkv, p, nh, ch)); d > 1e-6 {
+		t.Fatalf("Attention forward differs from the direct formula by %g", d)
+	}
+	dqkv := c.Alloc(n * 3 * ch)
+	c.AttentionBackward(dqkv, buf(c, dout), out, lse, bq, p, nh, ch)
+	checkFD(t, "dqkv", bq.F32(), dqkv.F32(), forward, 1e-2, 2e-3)
+}
+
+func TestAttentionDecodeMatchesPacked(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(9, 10))
+	const nh, ch, capacity = 3, 12, 8
+	p := backend.Pack{Start: []int32{0, 5}, Len: []int32{5, 7}}
+	n := p.Rows()
+	qkv := randVec(r, n*3*ch, 1)
+	out, lse := c.Alloc(n*ch), c.Alloc(n*nh)
+	c.Attention(out, lse, buf(c, qkv), p, nh, ch)
+
+	// Feed the same rows one position at a time through the cache, slots 1 and 0.
+	kv := backend.KV{K: c.Alloc(2 * capacity * ch), V: c.Alloc(2 * capacity * ch), Cap: capacity}
+	slotOf := []int32{1, 0}
+	for step := 0; step < 7; step++ {
+		var rows []int
+		var slot, pos []int32
+		for i := range p.Start {
+			if step < int(p.Len[i]) {
+				rows = append(rows, int(p.Start[i])+step)
+				slot, pos = append(slot, slotOf[i]), append(pos, int32(step))
+			}
+		}
+		q := make([]float32, 0, len(rows)*3*ch)
+		for _, row := range rows {
+			q = append(q, qkv[row*3*ch:(row+1)*3*ch]...)
+		}
+		bq, bs, bp := buf(c, q), ibuf(c, slot), ibuf(c, pos)
+		c.KVWrite(kv, bq, bs, bp, len(rows), ch)
+		dec := c.Alloc(len(rows) * ch)
+		c.AttentionDecode(dec, bq, kv, bs, bp, len(rows), nh, ch)
+		for k, row := range rows {
+			for e := range ch {
+				if d := math.Abs(float64(dec.F32()[k*ch+e] - out.F32()[row*ch+e])); d > 1e-6 {
+					t.Fatalf("step %d row %d: decode %g vs packed %g", step, row, dec.F32()[k*ch+e], out.F32()[row*ch+e])
+				}
+			}
+		}
+	}
+}
+
+func TestGELU(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(11, 12))
+	const n = 70001 // several elementwise chunks plus a ragged tail
+	x, dout := randVec(r, n, 3), randVec(r, n, 1)
+	bx, out := buf(c, x), c.Alloc(n)
+	forward := func() float64 {
+		c.GELU(out, bx)
+		return dot64(dout, out.F32())
+	}
+	forward()
+	want := make([]float64, n)
+	for i, v := range x {
+		xv := float64(v)
+		want[i] = 0.5 * xv * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(xv+0.044715*xv*xv*xv)))
+	}
+	if d := maxAbsDiff(out.F32(), want); d > 1e-6 {
+		t.Fatalf("GELU differs from the float64 formula by %g", d)
+	}
+	dx := c.Alloc(n)
+	c.GELUBackward(dx, bx, buf(c, dout))
+	// Elementwise: check the derivative directly at every element against a float64
+	// central difference.
+	worst := 0.0
+	for i, v := range x {
+		xv, h := float64(v), 1e-4
+		g := func(u float64) float64 { return 0.5 * u * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(u+0.044715*u*u*u))) }
+		num := (g(xv+h) - g(xv-h)) / (2 * h) * float64(dout[i])
+		worst = max(worst, math.Abs(num-float64(dx.F32()[i])))
+	}
+	if worst > 2e-6 {
+		t.Fatalf("GELU backward differs from the finite difference by %g", worst)
+	}
+}
+
+func TestLogProbs(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(13, 14))
+	const rows, v = 5, 1031
+	const invTemp = 1.25
+	logits := randVec(r, rows*v, 2)
+	targets := []int32{0, 1030, 17, 17, 512}
+	a, e := randVec(r, rows, 1), randVec(r, rows, 0.3)
+	bl, bt := buf(c, logits), ibuf(c, targets)
+	lse, logp, ent := c.Alloc(rows), c.Alloc(rows), c.Alloc(rows)
+	forward := func() float64 {
+		c.LogProbs(lse, logp, ent, bl, bt, rows, v, invTemp)
+		return dot64(a, logp.F32()) + dot64(e, ent.F32())
+	}
+	forward()
+	for i := range rows {
+		z := make([]float64, v)
+		m := math.Inf(-1)
+		for k := range v {
+			z[k] = float64(logits[i*v+k]) * invTemp
+			m = max(m, z[k])
+		}
+		s := 0.0
+		for k := range v {
+			s += math.Exp(z[k] - m)
+		}
+		l := m + math.Log(s)
+		h := 0.0
+		for k := range v {
+			lp := z[k] - l
+			h -= math.Exp(lp) * lp
+		}
+		if d := math.Abs(float64(logp.F32()[i]) - (z[targets[i]] - l)); d > 2e-6 {
+			t.Errorf("row %d: logp off by %g", i, d)
+		}
+		if d := math.Abs(float64(ent.F32()[i]) - h); d > 2e-5 {
+			t.Errorf("row %d: entropy off by %g", i, d)
+		}
+	}
+	grad := append([]float32(nil), logits...)
+	bg := buf(c, grad)
+	c.LogProbsBackward(bg, lse, ent, buf(c, a), buf(c, e), bt, rows, v, invTemp)
+	checkFD(t, "dlogits", bl.F32(), bg.F32(), forward, 1e-2, 2e-3)
+}
+
+func TestAdamW(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(15, 16))
+	const n = 40003
+	p, g, m, v := randVec(r, n, 1), randVec(r, n, 1), randVec(r, n, 0.1), randVec(r, n, 0.1)
+	for i := range v {
+		v[i] = v[i] * v[i]
+	}
+	h := backend.AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 3}
+	bp, bm, bv := buf(c, p), buf(c, m), buf(c, v)
+	c.AdamW(bp, buf(c, g), bm, bv, h)
+	bc1, bc2 := 1-math.Pow(0.9, 3), 1-math.Pow(0.95, 3)
+	for i := range p {
+		mi := 0.9*float64(m[i]) + 0.1*float64(g[i])
+		vi := 0.95*float64(v[i]) + 0.05*float64(g[i])*float64(g[i])
+		want := float64(p[i])*(1-1e-2*0.1) - 1e-2/bc1*mi/(math.Sqrt(vi)/math.Sqrt(bc2)+1e-8)
+		if d := math.Abs(float64(bp.F32()[i]) - want); d > 1e-6 {
+			t.Fatalf("p[%d] = %g, want %g", i, bp.F32()[i], want)
+		}
+	}
+}
+
+func TestSumSquaresAndDeterminism(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	x := randVec(r, 300007, 1)
+	want := 0.0
+	for _, v := range x {
+		want += float64(v) * float64(v)
+	}
+	var first float64
+	for threads := 1; threads <= 3; threads++ {
+		c := New(threads)
+		got := c.SumSquares(buf(c, x))
+		if math.Abs(got-want) > 1e-9*want {
+			t.Fatalf("SumSquares = %g, want %g", got, want)
+		}
+		if threads == 1 {
+			first = got
+		} else if got != first {
+			t.Fatalf("SumSquares with %d threads = %v, with 1 thread %v: not deterministic", threads, got, first)
+		}
+	}
+	x[12345] = float32(math.NaN())
+	c := New(2)
+	if s := c.SumSquares(buf(c, x)); !math.IsNaN(s) {
+		t.Fatalf("SumSquares with a NaN element = %g", s)
+	}
+}
+
+// TestThreadCountInvariance: the partition of every reduction depends on the problem size
+// only, so 1, 2 or 3 threads give bit-identical gradients.
+func TestThreadCountInvariance(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	const n, ch = 53, 24
+	inp, w, b, dout := randVec(r, n*ch, 1), randVec(r, ch, 1), randVec(r, ch, 1), randVec(r, n*ch, 1)
+	var ref []float32
+	for threads := 1; threads <= 3; threads++ {
+		c := New(threads)
+		out, mean, rstd := c.Alloc(n*ch), c.Alloc(n), c.Alloc(n)
+		bi, bw := buf(c, inp), buf(c, w)
+		c.LayerNorm(out, mean, rstd, bi, bw, buf(c, b), n, ch, 1e-5)
+		dinp, dw, db := c.Alloc(n*ch), c.Alloc(ch), c.Alloc(ch)
+		c.LayerNormBackward(dinp, dw, db, buf(c, dout), bi, bw, mean, rstd, n, ch)
+		got := append(append(append([]float32{}, out.F32()...), dw.F32()...), db.F32()...)
+		if ref == nil {
+			ref = got
+			continue
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+				t.Fatalf("%d threads: element %d = %v, 1 thread: %v", threads, i, got[i], ref[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/rookscript/rookscript/engine/backend"
+)
+
+// Log-probabilities of chosen tokens under softmax(logits·invTemp), one vocabulary row per
+// work item. Sums run in float64 over float32 exponentials: a row has ~50k terms.
+
+type logProbsJob struct {
+	backward               bool
+	logits, lse, logp, ent []float32
+	dlogp, dent            []float32
+	targets                []int32
+	v                      int
+	invTemp                float32
+}
+
+func (j *logProbsJob) run(_, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		row := j.logits[r*j.v : (r+1)*j.v]
+		if j.backward {
+			j.backwardRow(r, row)
+			continue
+		}
+		it := j.invTemp
+		m := row[0] * it
+		for _, x := range row[1:] {
+			m = max(m, x*it)
+		}
+		// s = Σ e^{z−m}, t = Σ e^{z−m}·z, so H = lse − t/s.
+		var s, tz float64
+		for _, x := range row {
+			z := x * it
+			e := expf(z - m)
+			s += float64(e)
+			tz += float64(e * z)
+		}
+		lse := m + float32(math.Log(s))
+		j.lse[r] = lse
+		j.logp[r] = row[j.targets[r]]*it - lse
+		if j.ent != nil {
+			j.ent[r] = lse - float32(tz/s)
+		}
+	}
+}
+
+// backwardRow writes dL/dlogits over the row: with p = softmax(z), z = logits·invTemp,
+// dL/dz_k = dlogp·(1[k=y] − p_k) − dent·p_k·(log p_k + H), and dL/dlogits = invTemp·dL/dz.
+func (j *logProbsJob) backwardRow(r int, row []float32) {
+	it, lse := j.invTemp, j.lse[r]
+	gl := j.dlogp[r]
+	var ge, h float32
+	if j.dent != nil {
+		ge, h = j.dent[r], j.ent[r]
+	}
+	for k, x := range row {
+		lp := x*it - lse
+		p := expf(lp)
+		d := -gl * p
+		if ge != 0 {
+			d -= ge * p * (lp + h)
+		}
+		row[k] = d * it
+	}
+	row[j.targets[r]] += gl * it
+}
+
+func (c *CPU) LogProbs(lse, logp, ent, logits backend.Buf, targets backend.I32, rows, v int, invTemp float32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var e []float32
+	if !ent.Nil() {
+		e = ent.F32()
+	}
+	c.lp = logProbsJob{logits: logits.F32(), lse: lse.F32(), logp: logp.F32(), ent: e, targets: targets.Ints()[:rows], v: v, invTemp: invTemp}
+	c.pool.run(&c.lp, rows, 1)
+	c.lp = logProbsJob{}
+}
+
+func (c *CPU) LogProbsBackward(logits, lse, ent, dlogp, dent backend.Buf, targets backend.I32, rows, v int, invTemp float32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var e, de []float32
+	if !dent.Nil() {
+		e, de = ent.F32(), dent.F32()
+	}
+	c.lp = logProbsJob{backward: true, logits: logits.F32(), lse: lse.F32(), ent: e, dlogp: dlogp.F32(), dent: de, targets: targets.Ints()[:rows], v: v, invTemp: invTemp}
+	c.pool.run(&c.lp, rows, 1)
+	c.lp = logProbsJob{}
+}

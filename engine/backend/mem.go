@@ -1,0 +1,50 @@
+package backend
+
+// Mem is one allocation on a device. Host is set for host-memory backends; Dev is the
+// device address for accelerator backends.
+type Mem struct {
+	Host  []float32
+	HostI []int32
+	Dev   uintptr
+	Len   int
+}
+
+// Buf is a view of float32 elements [Off, Off+N) of a Mem. The zero Buf is "no buffer"
+// (used for optional operands such as a missing bias).
+type Buf struct {
+	M   *Mem
+	Off int
+	N   int
+}
+
+// Nil reports whether b is the absent buffer.
+func (b Buf) Nil() bool { return b.M == nil }
+
+// Slice returns elements [off, off+n) of b.
+func (b Buf) Slice(off, n int) Buf {
+	if off < 0 || n < 0 || off+n > b.N {
+		panic("backend: Buf.Slice out of range")
+	}
+	return Buf{M: b.M, Off: b.Off + off, N: n}
+}
+
+// F32 returns the host slice behind b (host backends only).
+func (b Buf) F32() []float32 { return b.M.Host[b.Off : b.Off+b.N] }
+
+// I32 is a view of int32 elements, used for token ids, positions and row indices.
+type I32 struct {
+	M   *Mem
+	Off int
+	N   int
+}
+
+// Slice returns elements [off, off+n) of b.
+func (b I32) Slice(off, n int) I32 {
+	if off < 0 || n < 0 || off+n > b.N {
+		panic("backend: I32.Slice out of range")
+	}
+	return I32{M: b.M, Off: b.Off + off, N: n}
+}
+
+// Ints returns the host slice behind b (host backends only).
+func (b I32) Ints() []int32 { return b.M.HostI[b.Off : b.Off+b.N] }

@@ -1,0 +1,293 @@
+package gpt2
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+)
+
+// testConfig is deliberately odd-sized: nothing is a multiple of a grain or block size.
+var testConfig = Config{VocabSize: 23, MaxSeqLen: 16, NumLayers: 2, NumHeads: 2, Channels: 10, LayerNormE: 1e-5}
+
+// testParams draws parameters with every tensor (LayerNorm and biases included) away from
+// its default, so that a wrong gradient term anywhere shows.
+func testParams(cfg Config, seed uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 99))
+	l := NewLayout(cfg)
+	p := make([]float32, l.Total)
+	for _, t := range l.Tensors {
+		for i := range t.Size {
+			v := r.NormFloat64()
+			switch {
+			case len(t.Shape) == 2:
+				v *= 0.3
+			case t.Name[len(t.Name)-6:] == "weight": // LayerNorm gains
+				v = 1 + 0.2*v
+			default:
+				v *= 0.1
+			}
+			p[t.Off+i] = float32(v)
+		}
+	}
+	return p
+}
+
+func newTestModel(t testing.TB, cfg Config, seed uint64) *Model {
+	t.Helper()
+	m, err := New(cpu.New(2), cfg, testParams(cfg, seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func randSeq(r *rand.Rand, n, v int) []int32 {
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = int32(r.IntN(v))
+	}
+	return s
+}
+
+// TestBackwardFiniteDifferences checks the gradient of every parameter tensor (sampled
+// entries) of L = Σ w·logp + Σ e·H at temperature 0.8 against central differences.
+func TestBackwardFiniteDifferences(t *testing.T) {
+	m := newTestModel(t, testConfig, 1)
+	r := rand.New(rand.NewPCG(2, 3))
+	var b Batch
+	b.Add(randSeq(r, 5, 23), 0)
+	b.Add(randSeq(r, 9, 23), 3)
+	b.Add(randSeq(r, 1, 23), 0)
+	b.Add(randSeq(r, 7, 23), 1)
+	w := make([]float32, len(b.Rows))
+	e := make([]float32, len(b.Rows))
+	for i := range w {
+		w[i], e[i] = float32(r.NormFloat64()), float32(0.3*r.NormFloat64())
+	}
+	const temp = 0.8
+	loss := func() float64 {
+		out, err := m.Forward(&b, temp, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := 0.0
+		for i := range w {
+			s += float64(w[i])*float64(out.LogP[i]) + float64(e[i])*float64(out.Entropy[i])
+		}
+		return s
+	}
+	loss()
+	m.ZeroGrads()
+	if err := m.Backward(w, e); err != nil {
+		t.Fatal(err)
+	}
+	grads := m.GradsHost()
+	params := m.ParamsHost()
+	for _, tn := range m.Layout.Tensors {
+		scale := 1e-12
+		for _, g := range grads[tn.Off : tn.Off+tn.Size] {
+			scale = max(scale, math.Abs(float64(g)))
+		}
+		worst := 0.0
+		step := max(1, tn.Size/12)
+		for i := 0; i < tn.Size; i += step {
+			k := tn.Off + i
+			orig := params[k]
+			const h = 1e-2
+			params[k] = orig + h
+			m.SetParams(params)
+			lp := loss()
+			params[k] = orig - h
+			m.SetParams(params)
+			lm := loss()
+			params[k] = orig
+			num := (lp - lm) / (2 * h)
+			worst = max(worst, math.Abs(num-float64(grads[k]))/scale)
+		}
+		m.SetParams(params)
+		if worst > 5e-3 {
+			t.Errorf("%s: finite-difference error %.2g of max |grad| %.3g", tn.Name, worst, scale)
+		}
+	}
+}
+
+// TestPackingInvariance: a sequence's log-probabilities are the same alone and packed with
+// other sequences of different lengths, before or after it.
+func TestPackingInvariance(t *testing.T) {
+	m := newTestModel(t, testConfig, 4)
+	r := rand.New(rand.NewPCG(5, 6))
+	seq := randSeq(r, 11, 23)
+	var alone Batch
+	alone.Add(seq, 0)
+	want, err := m.Forward(&alone, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var packed Batch
+	packed.Add(randSeq(r, 3, 23), 0)
+	packed.Add(randSeq(r, 16, 23), 0)
+	first := len(packed.Rows)
+	packed.Add(seq, 0)
+	packed.Add(randSeq(r, 5, 23), 0)
+	got, err := m.Forward(&packed, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.LogP {
+		if d := math.Abs(float64(got.LogP[first+i] - want.LogP[i])); d > 1e-6 {
+			t.Fatalf("row %d: logp alone %g, packed %g", i, want.LogP[i], got.LogP[first+i])
+		}
+		if d := math.Abs(float64(got.Entropy[first+i] - want.Entropy[i])); d > 1e-6 {
+			t.Fatalf("row %d: entropy alone %g, packed %g", i, want.Entropy[i], got.Entropy[first+i])
+		}
+	}
+}
+
+// TestDecodeMatchesForward: KV-cache prefill + incremental decode produce, position by
+// position, the logits of the full forward, for several sequences of different lengths
+// decoded together in one batch (one of them sharing a copied prefill).
+func TestDecodeMatchesForward(t *testing.T) {
+	m := newTestModel(t, testConfig, 7)
+	r := rand.New(rand.NewPCG(8, 9))
+	seqs := [][]int32{randSeq(r, 12, 23), randSeq(r, 7, 23), randSeq(r, 15, 23)}
+	prompt := []int{3, 5, 1}
+
+	full := make([][]float32, len(seqs)) // full-forward logits, (len, V)
+	for i, s := range seqs {
+		var b Batch
+		b.Add(s, 0)
+		b.Rows, b.Targets = nil, nil
+		for p := range s {
+			b.Rows = append(b.Rows, int32(p))
+			b.Targets = append(b.Targets, 0)
+		}
+		if _, err := m.Forward(&b, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		full[i] = m.Logits()
+	}
+	kv, err := m.NewKVCache(4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pb Batch
+	slots := []int32{2, 0, 3}
+	for i, s := range seqs {
+		pb.Add(s[:prompt[i]], prompt[i])
+	}
+	logits, err := m.Prefill(kv, &pb, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := testConfig.VocabSize
+	check := func(i, pos int, got []float32) {
+		t.Helper()
+		for k := range v {
+			if d := math.Abs(float64(got[k] - full[i][pos*v+k])); d > 1e-5 {
+				t.Fatalf("sequence %d position %d: decode logit %g, forward %g", i, pos, got[k], full[i][pos*v+k])
+			}
+		}
+	}
+	for i := range seqs {
+		check(i, prompt[i]-1, logits[i*v:(i+1)*v])
+	}
+	// Sequence 0 also continues in slot 1 from a copy of its prefill.
+	m.CopySlot(kv, 1, 2, prompt[0])
+	pos := append([]int(nil), prompt...)
+	for {
+		var tok, sl, ps []int32
+		var who []int
+		for i, s := range seqs {
+			if pos[i] < len(s) {
+				tok, sl, ps = append(tok, s[pos[i]]), append(sl, slots[i]), append(ps, int32(pos[i]))
+				who = append(who, i)
+			}
+		}
+		if pos[0] < len(seqs[0]) {
+			tok, sl, ps = append(tok, seqs[0][pos[0]]), append(sl, 1), append(ps, int32(pos[0]))
+			who = append(who, 0)
+		}
+		if len(tok) == 0 {
+			break
+		}
+		out, err := m.Decode(kv, tok, sl, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, i := range who {
+			check(i, int(ps[k]), out[k*v:(k+1)*v])
+		}
+		for _, i := range who[:len(who)-boolInt(pos[0] < len(seqs[0]))] {
+			pos[i]++
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestDeterminism: the same forward and backward twice give bit-identical results.
+func TestDeterminism(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	var b Batch
+	b.Add(randSeq(r, 13, 23), 0)
+	b.Add(randSeq(r, 6, 23), 2)
+	w := make([]float32, len(b.Rows))
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	run := func() ([]float32, []float32) {
+		m := newTestModel(t, testConfig, 12)
+		out, err := m.Forward(&b, 0.7, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ZeroGrads()
+		if err := m.Backward(w, nil); err != nil {
+			t.Fatal(err)
+		}
+		return out.LogP, m.GradsHost()
+	}
+	lp1, g1 := run()
+	lp2, g2 := run()
+	for i := range lp1 {
+		if math.Float32bits(lp1[i]) != math.Float32bits(lp2[i]) {
+			t.Fatalf("logp[%d] differs between runs", i)
+		}
+	}
+	for i := range g1 {
+		if math.Float32bits(g1[i]) != math.Float32bits(g2[i]) {
+			t.Fatalf("grad[%d] differs between runs", i)
+		}
+	}
+}
+
+func TestBatchValidation(t *testing.T) {
+	cases := []struct {
+		name string
+		b    Batch
+	}{
+		{"token outside vocabulary", Batch{Tokens: []int32{1, 23}, Lens: []int32{2}}},
+		{"lengths do not add up", Batch{Tokens: []int32{1, 2, 3}, Lens: []int32{2}}},
+		{"sequence longer than context", Batch{Tokens: make([]int32, 17), Lens: []int32{17}}},
+		{"empty sequence", Batch{Tokens: []int32{1}, Lens: []int32{1, 0}}},
+		{"row outside batch", Batch{Tokens: []int32{1, 2}, Lens: []int32{2}, Rows: []int32{2}, Targets: []int32{0}}},
+		{"rows not increasing", Batch{Tokens: []int32{1, 2}, Lens: []int32{2}, Rows: []int32{1, 0}, Targets: []int32{0, 0}}},
+		{"target outside vocabulary", Batch{Tokens: []int32{1, 2}, Lens: []int32{2}, Rows: []int32{0}, Targets: []int32{-1}}},
+	}
+	for _, c := range cases {
+		if err := c.b.Validate(testConfig); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	m := newTestModel(t, testConfig, 1)
+	if err := m.Backward([]float32{1}, nil); err == nil {
+		t.Error("Backward without Forward: no error")
+	}
+}
