@@ -20,17 +20,18 @@ type lastForward struct {
 	invTemp float32
 }
 
-// Forward runs the model over a packed batch and returns, for every scored row, the
+// Forward runs the model over a packed batch and writes into out, for every scored row, the
 // log-probability of its target under softmax(logits / temperature) and, if entropy is set,
-// the entropy of that distribution. The activations stay for Backward.
+// the entropy of that distribution (out's slices are reused when large enough, so a
+// steady-state step allocates nothing). The activations stay for Backward.
 //
 // There is no dropout anywhere: training and sampling compute the same function.
-func (m *Model) Forward(b *Batch, temperature float32, entropy bool) (Output, error) {
+func (m *Model) Forward(b *Batch, temperature float32, entropy bool, out *Output) error {
 	if err := b.Validate(m.Config); err != nil {
-		return Output{}, err
+		return err
 	}
 	if !(temperature > 0) {
-		return Output{}, fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
+		return fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
 	}
 	n, r := len(b.Tokens), len(b.Rows)
 	a := m.ensureActs(n, r)
@@ -40,13 +41,22 @@ func (m *Model) Forward(b *Batch, temperature float32, entropy bool) (Output, er
 		m.head(a, n, r, 1/temperature, entropy)
 	}
 	m.last = lastForward{valid: true, n: n, r: r, entropy: entropy, invTemp: 1 / temperature}
-	out := Output{LogP: make([]float32, r)}
+	out.LogP = resize(out.LogP, r)
 	m.B.Download(out.LogP, a.logp.Slice(0, r))
+	out.Entropy = out.Entropy[:0]
 	if entropy {
-		out.Entropy = make([]float32, r)
+		out.Entropy = resize(out.Entropy, r)
 		m.B.Download(out.Entropy, a.ent.Slice(0, r))
 	}
-	return out, nil
+	return nil
+}
+
+// resize returns s with length n, reusing its storage when it is large enough.
+func resize(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
 }
 
 // Logits returns the raw logits (temperature 1) of the scored rows of the last Forward,

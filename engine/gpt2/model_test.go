@@ -68,8 +68,8 @@ func TestBackwardFiniteDifferences(t *testing.T) {
 	}
 	const temp = 0.8
 	loss := func() float64 {
-		out, err := m.Forward(&b, temp, true)
-		if err != nil {
+		var out Output
+		if err := m.Forward(&b, temp, true, &out); err != nil {
 			t.Fatal(err)
 		}
 		s := 0.0
@@ -121,8 +121,8 @@ func TestPackingInvariance(t *testing.T) {
 	seq := randSeq(r, 11, 23)
 	var alone Batch
 	alone.Add(seq, 0)
-	want, err := m.Forward(&alone, 1, true)
-	if err != nil {
+	var want, got Output
+	if err := m.Forward(&alone, 1, true, &want); err != nil {
 		t.Fatal(err)
 	}
 	var packed Batch
@@ -131,8 +131,7 @@ func TestPackingInvariance(t *testing.T) {
 	first := len(packed.Rows)
 	packed.Add(seq, 0)
 	packed.Add(randSeq(r, 5, 23), 0)
-	got, err := m.Forward(&packed, 1, true)
-	if err != nil {
+	if err := m.Forward(&packed, 1, true, &got); err != nil {
 		t.Fatal(err)
 	}
 	for i := range want.LogP {
@@ -163,7 +162,7 @@ func TestDecodeMatchesForward(t *testing.T) {
 			b.Rows = append(b.Rows, int32(p))
 			b.Targets = append(b.Targets, 0)
 		}
-		if _, err := m.Forward(&b, 1, false); err != nil {
+		if err := m.Forward(&b, 1, false, &Output{}); err != nil {
 			t.Fatal(err)
 		}
 		full[i] = m.Logits()
@@ -244,8 +243,8 @@ func TestDeterminism(t *testing.T) {
 	}
 	run := func() ([]float32, []float32) {
 		m := newTestModel(t, testConfig, 12)
-		out, err := m.Forward(&b, 0.7, true)
-		if err != nil {
+		var out Output
+		if err := m.Forward(&b, 0.7, true, &out); err != nil {
 			t.Fatal(err)
 		}
 		m.ZeroGrads()

@@ -17,16 +17,7 @@ type adamJob struct {
 const adamGrain = 1 << 14
 
 func (j *adamJob) run(_, lo, hi int) {
-	p, g, m, v := j.p[lo:hi], j.g[lo:hi], j.m[lo:hi], j.v[lo:hi]
-	b1, b2, c1, c2 := j.b1, j.b2, 1-j.b1, 1-j.b2
-	for i := range p {
-		gi := g[i]
-		mi := b1*m[i] + c1*gi
-		vi := b2*v[i] + c2*gi*gi
-		m[i], v[i] = mi, vi
-		denom := float32(math.Sqrt(float64(vi)))*j.invSqrtBC2 + j.eps
-		p[i] = p[i]*j.decay - j.step*mi/denom
-	}
+	cAdamW(j.p[lo:hi], j.g[lo:hi], j.m[lo:hi], j.v[lo:hi], j.b1, j.b2, j.eps, j.decay, j.step, j.invSqrtBC2)
 }
 
 func (c *CPU) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {

@@ -3,6 +3,7 @@ package cpu
 /*
 #cgo pkg-config: openblas
 #cgo LDFLAGS: -lopenblas
+
 #include <cblas.h>
 */
 import "C"

@@ -24,9 +24,11 @@ type CPU struct {
 	sq    sumSquaresJob
 	rows  rowsJob
 	bgrad biasGradJob
+	gm    gemmJob
 
 	partials []float64 // per-chunk reduction results
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db
+	lpSums   []float64 // LogProbs per-row sums
 	scratch  [][]float32
 }
 
@@ -37,6 +39,9 @@ func New(threads int) *CPU {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	// Parallelism is ours: OpenBLAS runs single-threaded inside pool workers (see gemmJob).
+	SetBLASThreads(1)
+	hasAVX2() // detect the processor's vector support once, before workers run kernels
 	return &CPU{pool: newPool(threads)}
 }
 

@@ -24,18 +24,16 @@ type ewJob struct {
 	s       float32
 }
 
-// GELU constants: gelu(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
-const (
-	geluK = 0.7978845608028654 // √(2/π)
-	geluA = 0.044715
-)
-
 func (j *ewJob) run(_, lo, hi int) {
 	o := j.o[lo:hi]
 	switch j.op {
 	case opCopy:
 		copy(o, j.a[lo:hi])
 	case opFill:
+		if j.s == 0 {
+			clear(o)
+			break
+		}
 		for i := range o {
 			o[i] = j.s
 		}
@@ -54,17 +52,9 @@ func (j *ewJob) run(_, lo, hi int) {
 			o[i] *= j.s
 		}
 	case opGELU:
-		a := j.a[lo:hi]
-		for i, x := range a {
-			o[i] = 0.5 * x * (1 + tanhf(geluK*(x+geluA*x*x*x)))
-		}
+		cGELU(o, j.a[lo:hi])
 	case opGELUBackward:
-		a, d := j.a[lo:hi], j.b[lo:hi]
-		for i, x := range a {
-			x2 := x * x
-			t, sech2 := tanhSech2f(geluK * (x + geluA*x2*x))
-			o[i] = d[i] * (0.5*(1+t) + 0.5*x*sech2*geluK*(1+3*geluA*x2))
-		}
+		cGELUBackward(o, j.a[lo:hi], j.b[lo:hi])
 	}
 }
 

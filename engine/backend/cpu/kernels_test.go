@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -150,8 +151,14 @@ func TestLayerNorm(t *testing.T) {
 }
 
 func TestMatMul(t *testing.T) {
+	// The second shape is large enough for the GEMMs to be split across workers.
+	for _, s := range []struct{ n, ch, oc int }{{7, 9, 11}, {37, 67, 131}, {131, 67, 37}} {
+		t.Run(fmt.Sprintf("%dx%dx%d", s.n, s.ch, s.oc), func(t *testing.T) { testMatMul(t, s.n, s.ch, s.oc) })
+	}
+}
+
+func testMatMul(t *testing.T, n, ch, oc int) {
 	c, r := New(2), rand.New(rand.NewPCG(5, 6))
-	const n, ch, oc = 7, 9, 11
 	inp, w, b, dout := randVec(r, n*ch, 1), randVec(r, oc*ch, 1), randVec(r, oc, 1), randVec(r, n*oc, 1)
 	bi, bw, bb := buf(c, inp), buf(c, w), buf(c, b)
 	out := c.Alloc(n * oc)

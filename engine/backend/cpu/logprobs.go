@@ -13,6 +13,7 @@ type logProbsJob struct {
 	backward               bool
 	logits, lse, logp, ent []float32
 	dlogp, dent            []float32
+	sums                   []float64 // two per row, written by the C kernel
 	targets                []int32
 	v                      int
 	invTemp                float32
@@ -26,18 +27,11 @@ func (j *logProbsJob) run(_, lo, hi int) {
 			continue
 		}
 		it := j.invTemp
-		m := row[0] * it
-		for _, x := range row[1:] {
-			m = max(m, x*it)
-		}
+		m := cMaxScaled(row, it)
 		// s = Σ e^{z−m}, t = Σ e^{z−m}·z, so H = lse − t/s.
-		var s, tz float64
-		for _, x := range row {
-			z := x * it
-			e := expf(z - m)
-			s += float64(e)
-			tz += float64(e * z)
-		}
+		sums := j.sums[2*r : 2*r+2]
+		cExpSums(row, it, m, sums)
+		s, tz := sums[0], sums[1]
 		lse := m + float32(math.Log(s))
 		j.lse[r] = lse
 		j.logp[r] = row[j.targets[r]]*it - lse
@@ -56,15 +50,7 @@ func (j *logProbsJob) backwardRow(r int, row []float32) {
 	if j.dent != nil {
 		ge, h = j.dent[r], j.ent[r]
 	}
-	for k, x := range row {
-		lp := x*it - lse
-		p := expf(lp)
-		d := -gl * p
-		if ge != 0 {
-			d -= ge * p * (lp + h)
-		}
-		row[k] = d * it
-	}
+	cLogProbBackward(row, it, lse, gl, ge, h)
 	row[j.targets[r]] += gl * it
 }
 
@@ -75,7 +61,10 @@ func (c *CPU) LogProbs(lse, logp, ent, logits backend.Buf, targets backend.I32, 
 	if !ent.Nil() {
 		e = ent.F32()
 	}
-	c.lp = logProbsJob{logits: logits.F32(), lse: lse.F32(), logp: logp.F32(), ent: e, targets: targets.Ints()[:rows], v: v, invTemp: invTemp}
+	if cap(c.lpSums) < 2*rows {
+		c.lpSums = make([]float64, 2*rows)
+	}
+	c.lp = logProbsJob{logits: logits.F32(), lse: lse.F32(), logp: logp.F32(), ent: e, targets: targets.Ints()[:rows], v: v, invTemp: invTemp, sums: c.lpSums[:2*rows]}
 	c.pool.run(&c.lp, rows, 1)
 	c.lp = logProbsJob{}
 }

@@ -2,7 +2,7 @@ package cpu
 
 import "math"
 
-// expf is a float32 exp accurate to about 1 ulp (Cephes' expf: range reduction by ln 2 split
+// expf is a float32 exp accurate to about 1 ulp, for the Go-side softmaxes (attention) (Cephes' expf: range reduction by ln 2 split
 // in two parts, degree-6 polynomial, scaling by 2^n through the exponent bits). It is several
 // times faster than math.Exp and, unlike it, stays in float32 arithmetic.
 func expf(x float32) float32 {
@@ -44,36 +44,4 @@ func expf(x float32) float32 {
 		return y * 2 * math.Float32frombits(uint32(n-1+127)<<23)
 	}
 	return y * math.Float32frombits(uint32(n+127)<<23)
-}
-
-// tanhf is tanh in float32 through expf, as (1−e)/(1+e) with e = exp(−2|x|) so that nothing
-// overflows and values near ±1 keep full precision. Its absolute error is about 1e-7, which
-// is what GELU needs (GELU multiplies it by x/2).
-func tanhf(x float32) float32 {
-	ax := x
-	if ax < 0 {
-		ax = -ax
-	}
-	e := expf(-2 * ax)
-	t := (1 - e) / (1 + e)
-	if x < 0 {
-		return -t
-	}
-	return t
-}
-
-// tanhSech2f returns tanh(x) and sech²(x) = 1 − tanh²(x); the latter as 4e/(1+e)², which
-// keeps its relative precision where 1 − tanh² would cancel (|x| large).
-func tanhSech2f(x float32) (float32, float32) {
-	ax := x
-	if ax < 0 {
-		ax = -ax
-	}
-	e := expf(-2 * ax)
-	d := 1 / (1 + e)
-	t := (1 - e) * d
-	if x < 0 {
-		t = -t
-	}
-	return t, 4 * e * d * d
 }

@@ -43,12 +43,3 @@ func TestExpfAccuracy(t *testing.T) {
 		t.Error("expf(NaN) is not NaN")
 	}
 }
-
-func TestTanhfAccuracy(t *testing.T) {
-	for x := float32(-20); x < 20; x += 0.00917 {
-		want := math.Tanh(float64(x))
-		if d := math.Abs(float64(tanhf(x)) - want); d > 1.5e-7 {
-			t.Fatalf("tanhf(%g) = %g, want %g (|Δ| = %g)", x, tanhf(x), want, d)
-		}
-	}
-}

@@ -31,6 +31,67 @@ func (j *biasGradJob) run(_, lo, hi int) {
 	}
 }
 
+// gemmJob splits one GEMM over the pool: OpenBLAS runs single-threaded inside each worker
+// (one set of threads for the whole backend, none spinning while Go kernels run), and the
+// output is cut along its larger dimension into one part per worker.
+type gemmJob struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a, b, c        []float32
+	lda, ldb, ldc  int
+	splitM         bool
+	parts          int
+}
+
+// gemmAlign keeps the parts' boundaries on multiples of the SGEMM micro-kernel widths.
+const gemmAlign = 16
+
+func (j *gemmJob) run(_, lo, hi int) {
+	dim := j.n
+	if j.splitM {
+		dim = j.m
+	}
+	size := (dim + j.parts - 1) / j.parts
+	size = (size + gemmAlign - 1) / gemmAlign * gemmAlign
+	for part := lo; part < hi; part++ {
+		s, e := part*size, min(dim, (part+1)*size)
+		if s >= e {
+			continue
+		}
+		if j.splitM {
+			off := s * j.lda // rows s.. of op(A): rows of A, or columns when transposed
+			if j.transA {
+				off = s
+			}
+			a := j.a[off:]
+			sgemm(j.transA, j.transB, e-s, j.n, j.k, j.alpha, a, j.lda, j.b, j.ldb, j.beta, j.c[s*j.ldc:], j.ldc)
+		} else {
+			off := s // columns s.. of op(B): columns of B, or rows when transposed
+			if j.transB {
+				off = s * j.ldb
+			}
+			b := j.b[off:]
+			sgemm(j.transA, j.transB, j.m, e-s, j.k, j.alpha, j.a, j.lda, b, j.ldb, j.beta, j.c[s:], j.ldc)
+		}
+	}
+}
+
+// gemmMinWork is the size (m·n·k) below which splitting a GEMM costs more than it saves.
+const gemmMinWork = 1 << 18
+
+// gemm computes C = alpha·op(A)·op(B) + beta·C on the pool (row-major, as sgemm).
+func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, cc []float32, ldc int) {
+	parts := c.pool.workers
+	if m*n*k < gemmMinWork {
+		parts = 1
+	}
+	c.gm = gemmJob{transA: transA, transB: transB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, b: b, c: cc, lda: lda, ldb: ldb, ldc: ldc, splitM: m > n, parts: parts}
+	c.pool.run(&c.gm, parts, 1)
+	c.gm = gemmJob{}
+}
+
 func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -42,7 +103,7 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 		c.bias = biasJob{}
 		beta = 1
 	}
-	sgemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
+	c.gemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
 }
 
 func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, oc int) {
@@ -50,9 +111,9 @@ func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, o
 	defer c.mu.Unlock()
 	d := dout.F32()[:n*oc]
 	if !dinp.Nil() {
-		sgemm(false, false, n, ch, oc, 1, d, oc, w.F32(), ch, 0, dinp.F32(), ch)
+		c.gemm(false, false, n, ch, oc, 1, d, oc, w.F32(), ch, 0, dinp.F32(), ch)
 	}
-	sgemm(true, false, oc, ch, n, 1, d, oc, inp.F32(), ch, 1, dw.F32(), ch)
+	c.gemm(true, false, oc, ch, n, 1, d, oc, inp.F32(), ch, 1, dw.F32(), ch)
 	if !dbias.Nil() {
 		c.bgrad = biasGradJob{dbias: dbias.F32(), dout: d, n: n, oc: oc}
 		c.pool.run(&c.bgrad, oc, 64)

@@ -1,0 +1,281 @@
+// Vectorised inner loops of the CPU backend. Go compiles float loops to scalar code, so the
+// loops that touch every parameter (AdamW), every logit (log-softmax over the vocabulary) or
+// every MLP activation (GELU) live here, with an AVX2 path and a portable scalar path chosen
+// once at start-up. Go still decides the work split: each function handles one chunk.
+//
+// The two paths perform the same float operations in the same order (no fused multiply-add,
+// the same lane structure for sums), so they return bit-identical results and a run
+// reproduces on any x86-64 machine.
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels.h"
+
+static int cpu_avx2 = -1;   // what the processor supports, detected once
+static int avx2_enabled = 1; // tests switch the AVX2 paths off
+
+static int avx2(void) {
+	if (cpu_avx2 < 0) {
+		__builtin_cpu_init();
+		cpu_avx2 = __builtin_cpu_supports("avx2") != 0;
+	}
+	return cpu_avx2 && avx2_enabled;
+}
+
+int rk_has_avx2(void) { return avx2(); }
+void rk_set_avx2(int on) { avx2_enabled = on; }
+
+// Cephes' expf: range reduction by ln 2 in two parts, a degree-6 polynomial and scaling by
+// 2^n through the exponent bits; about 1 ulp over [-87.3, 88.7]. Inputs are clamped to that
+// range (callers only need x ≤ 0: softmax and tanh arguments); NaN stays NaN.
+#define EXP_LO -87.3f
+#define EXP_HI 88.7f
+#define LOG2E 1.44269504088896341f
+#define C1 0.693359375f
+#define C2 -2.12194440e-4f
+#define P0 1.9875691500e-4f
+#define P1 1.3981999507e-3f
+#define P2 8.3334519073e-3f
+#define P3 4.1665795894e-2f
+#define P4 1.6666665459e-1f
+#define P5 5.0000001201e-1f
+
+static inline float pow2i(int32_t n) {
+	int32_t b = (n + 127) << 23;
+	float f;
+	memcpy(&f, &b, 4);
+	return f;
+}
+
+static inline float exp1(float x) {
+	x = EXP_LO > x ? EXP_LO : x; // written so that NaN falls through, as max_ps(lo, x) does
+	x = EXP_HI < x ? EXP_HI : x;
+	float fl = floorf(x * LOG2E + 0.5f);
+	int32_t n = (int32_t)fl;
+	x = x - fl * C1;
+	x = x - fl * C2;
+	float z = x * x;
+	float y = P0;
+	y = y * x + P1;
+	y = y * x + P2;
+	y = y * x + P3;
+	y = y * x + P4;
+	y = y * x + P5;
+	y = y * z + x + 1.0f;
+	int32_t n1 = n >> 1;
+	return y * pow2i(n1) * pow2i(n - n1);
+}
+
+__attribute__((target("avx2"))) static inline __m256 exp8(__m256 x) {
+	x = _mm256_max_ps(_mm256_set1_ps(EXP_LO), x);
+	x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);
+	__m256 fl = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _mm256_set1_ps(0.5f)));
+	__m256i n = _mm256_cvttps_epi32(fl);
+	x = _mm256_sub_ps(x, _mm256_mul_ps(fl, _mm256_set1_ps(C1)));
+	x = _mm256_sub_ps(x, _mm256_mul_ps(fl, _mm256_set1_ps(C2)));
+	__m256 z = _mm256_mul_ps(x, x);
+	__m256 y = _mm256_set1_ps(P0);
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P1));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P2));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P3));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P4));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P5));
+	y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, z), x), _mm256_set1_ps(1.0f));
+	__m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+	__m256i bias = _mm256_set1_epi32(127);
+	__m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+	__m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+	return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+}
+
+// GELU, tanh approximation: ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³), with
+// tanh u = sign(u)(1 − e)/(1 + e), e = exp(−2|u|).
+#define GELU_K 0.7978845608028654f
+#define GELU_A 0.044715f
+
+static inline float gelu_u(float v) { return GELU_K * (v + GELU_A * v * v * v); }
+
+__attribute__((target("avx2"))) static inline __m256 gelu_u8(__m256 v) {
+	__m256 c = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(GELU_A), v), v), v);
+	return _mm256_mul_ps(_mm256_set1_ps(GELU_K), _mm256_add_ps(v, c));
+}
+
+__attribute__((target("avx2"))) static void gelu_avx2(float *out, const float *x, long n, long *done) {
+	const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		__m256 u = gelu_u8(v);
+		__m256 e = exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), _mm256_andnot_ps(sign, u)));
+		__m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+		t = _mm256_or_ps(t, _mm256_and_ps(sign, u));
+		_mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, t)));
+	}
+	*done = i;
+}
+
+void rk_gelu(float *out, const float *x, long n) {
+	long i = 0;
+	if (avx2()) gelu_avx2(out, x, n, &i);
+	for (; i < n; i++) {
+		float v = x[i], u = gelu_u(v);
+		float e = exp1(-2.0f * fabsf(u));
+		float t = copysignf((1.0f - e) / (1.0f + e), u);
+		out[i] = 0.5f * v * (1.0f + t);
+	}
+}
+
+__attribute__((target("avx2"))) static void gelu_backward_avx2(float *dinp, const float *x, const float *dout, long n, long *done) {
+	const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		__m256 v2 = _mm256_mul_ps(v, v);
+		__m256 u = gelu_u8(v);
+		__m256 e = exp8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), _mm256_andnot_ps(sign, u)));
+		__m256 d = _mm256_div_ps(one, _mm256_add_ps(one, e));
+		__m256 t = _mm256_or_ps(_mm256_mul_ps(_mm256_sub_ps(one, e), d), _mm256_and_ps(sign, u));
+		__m256 sech2 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(4.0f), e), d), d);
+		__m256 a = _mm256_mul_ps(half, _mm256_add_ps(one, t));
+		__m256 poly = _mm256_add_ps(one, _mm256_mul_ps(_mm256_set1_ps(3.0f * GELU_A), v2));
+		__m256 b = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(half, v), sech2), _mm256_set1_ps(GELU_K)), poly);
+		_mm256_storeu_ps(dinp + i, _mm256_mul_ps(_mm256_loadu_ps(dout + i), _mm256_add_ps(a, b)));
+	}
+	*done = i;
+}
+
+void rk_gelu_backward(float *dinp, const float *x, const float *dout, long n) {
+	long i = 0;
+	if (avx2()) gelu_backward_avx2(dinp, x, dout, n, &i);
+	for (; i < n; i++) {
+		float v = x[i], v2 = v * v, u = gelu_u(v);
+		float e = exp1(-2.0f * fabsf(u));
+		float d = 1.0f / (1.0f + e);
+		float t = copysignf((1.0f - e) * d, u);
+		float sech2 = 4.0f * e * d * d; // 1 − tanh², without the cancellation near |t| = 1
+		float a = 0.5f * (1.0f + t);
+		float b = 0.5f * v * sech2 * GELU_K * (1.0f + 3.0f * GELU_A * v2);
+		dinp[i] = dout[i] * (a + b);
+	}
+}
+
+__attribute__((target("avx2"))) static void adamw_avx2(float *p, const float *g, float *m, float *v, long n, float b1, float b2,
+                                                      float eps, float decay, float step, float isb, long *done) {
+	const __m256 B1 = _mm256_set1_ps(b1), B2 = _mm256_set1_ps(b2), C1_ = _mm256_set1_ps(1.0f - b1),
+	             C2_ = _mm256_set1_ps(1.0f - b2), E = _mm256_set1_ps(eps), D = _mm256_set1_ps(decay),
+	             S = _mm256_set1_ps(step), I = _mm256_set1_ps(isb);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 gi = _mm256_loadu_ps(g + i);
+		__m256 mi = _mm256_add_ps(_mm256_mul_ps(B1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(C1_, gi));
+		__m256 vi = _mm256_add_ps(_mm256_mul_ps(B2, _mm256_loadu_ps(v + i)), _mm256_mul_ps(_mm256_mul_ps(C2_, gi), gi));
+		_mm256_storeu_ps(m + i, mi);
+		_mm256_storeu_ps(v + i, vi);
+		__m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vi), I), E);
+		__m256 pi = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p + i), D), _mm256_div_ps(_mm256_mul_ps(S, mi), den));
+		_mm256_storeu_ps(p + i, pi);
+	}
+	*done = i;
+}
+
+void rk_adamw(float *p, const float *g, float *m, float *v, long n, float b1, float b2, float eps,
+              float decay, float step, float inv_sqrt_bc2) {
+	long i = 0;
+	if (avx2()) adamw_avx2(p, g, m, v, n, b1, b2, eps, decay, step, inv_sqrt_bc2, &i);
+	for (; i < n; i++) {
+		float gi = g[i];
+		float mi = b1 * m[i] + (1.0f - b1) * gi;
+		float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+		m[i] = mi;
+		v[i] = vi;
+		p[i] = p[i] * decay - step * mi / (sqrtf(vi) * inv_sqrt_bc2 + eps);
+	}
+}
+
+// Max is exact, so its order never matters; NaN must win so that it propagates.
+static inline float max_nan(float a, float b) { return b > a || b != b ? b : a; }
+
+float rk_max_scaled(const float *x, long n, float scale) {
+	float m = x[0] * scale;
+	for (long i = 1; i < n; i++) m = max_nan(m, x[i] * scale);
+	return m;
+}
+
+// Sums over a row: eight float64 lanes, element i in lane i mod 8 (the tail in lane 0),
+// lanes added in order. Both paths follow this structure exactly.
+__attribute__((target("avx2"))) static void exp_sums_avx2(const float *x, long n, float scale, float m, double *lanes_s,
+                                                         double *lanes_t, long *done) {
+	__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), t0 = _mm256_setzero_pd(), t1 = _mm256_setzero_pd();
+	const __m256 S = _mm256_set1_ps(scale), M = _mm256_set1_ps(m);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 z = _mm256_mul_ps(_mm256_loadu_ps(x + i), S);
+		__m256 e = exp8(_mm256_sub_ps(z, M));
+		__m256 ez = _mm256_mul_ps(e, z);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+		t0 = _mm256_add_pd(t0, _mm256_cvtps_pd(_mm256_castps256_ps128(ez)));
+		t1 = _mm256_add_pd(t1, _mm256_cvtps_pd(_mm256_extractf128_ps(ez, 1)));
+	}
+	_mm256_storeu_pd(lanes_s, s0);
+	_mm256_storeu_pd(lanes_s + 4, s1);
+	_mm256_storeu_pd(lanes_t, t0);
+	_mm256_storeu_pd(lanes_t + 4, t1);
+	*done = i;
+}
+
+void rk_exp_sums(const float *x, long n, float scale, float m, double *s_out, double *t_out) {
+	double s[8] = {0}, t[8] = {0};
+	long i = 0;
+	if (avx2()) {
+		exp_sums_avx2(x, n, scale, m, s, t, &i);
+	} else {
+		for (; i + 8 <= n; i += 8)
+			for (int j = 0; j < 8; j++) {
+				float z = x[i + j] * scale;
+				float e = exp1(z - m);
+				s[j] += (double)e;
+				t[j] += (double)(e * z);
+			}
+	}
+	for (; i < n; i++) {
+		float z = x[i] * scale;
+		float e = exp1(z - m);
+		s[0] += (double)e;
+		t[0] += (double)(e * z);
+	}
+	double ss = 0, tt = 0;
+	for (int j = 0; j < 8; j++) {
+		ss += s[j];
+		tt += t[j];
+	}
+	*s_out = ss;
+	*t_out = tt;
+}
+
+__attribute__((target("avx2"))) static void logprob_backward_avx2(float *x, long n, float scale, float lse, float glogp, float gent,
+                                                                 float h, long *done) {
+	const __m256 S = _mm256_set1_ps(scale), L = _mm256_set1_ps(lse), G = _mm256_set1_ps(-glogp),
+	             GE = _mm256_set1_ps(gent), H = _mm256_set1_ps(h);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 lp = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), S), L);
+		__m256 p = exp8(lp);
+		__m256 d = _mm256_sub_ps(_mm256_mul_ps(G, p), _mm256_mul_ps(_mm256_mul_ps(GE, p), _mm256_add_ps(lp, H)));
+		_mm256_storeu_ps(x + i, _mm256_mul_ps(d, S));
+	}
+	*done = i;
+}
+
+void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, float gent, float h) {
+	long i = 0;
+	if (avx2()) logprob_backward_avx2(x, n, scale, lse, glogp, gent, h, &i);
+	for (; i < n; i++) {
+		float lp = x[i] * scale - lse;
+		float p = exp1(lp);
+		float d = -glogp * p - gent * p * (lp + h);
+		x[i] = d * scale;
+	}
+}

@@ -1,0 +1,50 @@
+package cpu
+
+/*
+#cgo CFLAGS: -O2
+#cgo LDFLAGS: -lm
+#include "kernels.h"
+*/
+import "C"
+
+import "unsafe"
+
+func fptr(x []float32) *C.float { return (*C.float)(unsafe.Pointer(unsafe.SliceData(x))) }
+
+func cGELU(out, x []float32) { C.rk_gelu(fptr(out), fptr(x), C.long(len(out))) }
+
+func cGELUBackward(dinp, x, dout []float32) {
+	C.rk_gelu_backward(fptr(dinp), fptr(x), fptr(dout), C.long(len(dinp)))
+}
+
+func cAdamW(p, g, m, v []float32, b1, b2, eps, decay, step, invSqrtBC2 float32) {
+	C.rk_adamw(fptr(p), fptr(g), fptr(m), fptr(v), C.long(len(p)), C.float(b1), C.float(b2),
+		C.float(eps), C.float(decay), C.float(step), C.float(invSqrtBC2))
+}
+
+func cMaxScaled(x []float32, scale float32) float32 {
+	return float32(C.rk_max_scaled(fptr(x), C.long(len(x)), C.float(scale)))
+}
+
+// cExpSums writes the two sums into out[0] and out[1]; out is caller-owned (heap) memory, so
+// the call allocates nothing.
+func cExpSums(x []float32, scale, m float32, out []float64) {
+	C.rk_exp_sums(fptr(x), C.long(len(x)), C.float(scale), C.float(m),
+		(*C.double)(unsafe.Pointer(&out[0])), (*C.double)(unsafe.Pointer(&out[1])))
+}
+
+func cLogProbBackward(x []float32, scale, lse, glogp, gent, h float32) {
+	C.rk_logprob_backward(fptr(x), C.long(len(x)), C.float(scale), C.float(lse), C.float(glogp), C.float(gent), C.float(h))
+}
+
+// hasAVX2 reports whether the vectorised kernel paths are in use.
+func hasAVX2() bool { return C.rk_has_avx2() != 0 }
+
+// setAVX2 switches the vectorised kernel paths on or off (tests compare both).
+func setAVX2(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.rk_set_avx2(v)
+}

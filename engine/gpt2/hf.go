@@ -1,0 +1,421 @@
+package gpt2
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Hugging Face GPT-2 checkpoints: config.json + model.safetensors. HF's GPT-2 uses Conv1D
+// modules whose weights are stored (in, out), the transpose of our (out, in); these groups are
+// transposed on load and save.
+var hfConv1D = map[string]bool{
+	"attn.c_attn.weight": true, "attn.c_proj.weight": true,
+	"mlp.c_fc.weight": true, "mlp.c_proj.weight": true,
+}
+
+// hfBuffer matches the causal-mask buffers older transformers versions saved with the weights.
+var hfBuffer = regexp.MustCompile(`^h\.[0-9]+\.attn\.(bias|masked_bias)$`)
+
+// hfIsConv1D reports whether the layout tensor name is stored transposed by HF.
+func hfIsConv1D(name string) bool {
+	if !strings.HasPrefix(name, "h.") {
+		return false
+	}
+	_, group, ok := strings.Cut(name[2:], ".")
+	return ok && hfConv1D[group]
+}
+
+// hfShape is the shape HF stores tensor t with.
+func hfShape(t Tensor) []int {
+	if hfIsConv1D(t.Name) {
+		return []int{t.Shape[1], t.Shape[0]}
+	}
+	return t.Shape
+}
+
+// LoadHF loads a Hugging Face GPT-2 directory (config.json + model.safetensors, F32/F16/BF16).
+func LoadHF(dir string) (Config, []float32, error) {
+	cfg, err := readHFConfig(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return Config{}, nil, err
+	}
+	stPath := filepath.Join(dir, "model.safetensors")
+	st, err := ReadSafetensors(stPath)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return Config{}, nil, err
+		}
+		for _, alt := range []struct{ name, why string }{
+			{"model.safetensors.index.json", "sharded checkpoints are not supported; save the model as a single model.safetensors"},
+			{"pytorch_model.bin", "only safetensors weights are supported (pickle checkpoints are not read); convert it with save_pretrained(safe_serialization=True)"},
+		} {
+			if _, e := os.Stat(filepath.Join(dir, alt.name)); e == nil {
+				return Config{}, nil, fmt.Errorf("%s: no model.safetensors but %s: %s", dir, alt.name, alt.why)
+			}
+		}
+		return Config{}, nil, fmt.Errorf("%s: no model.safetensors", dir)
+	}
+	params, err := hfParams(st, cfg)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	return cfg, params, nil
+}
+
+// hfParams copies the tensors of st into a flat buffer in our layout.
+func hfParams(st *Safetensors, cfg Config) ([]float32, error) {
+	l := NewLayout(cfg)
+	params := make([]float32, l.Total)
+	found := make(map[string]string, len(l.Tensors)) // layout name -> file name
+	var lmHead *STTensor
+	for _, key := range st.Names() {
+		t := st.Tensors[key]
+		name := strings.TrimPrefix(key, "transformer.")
+		if name == "lm_head.weight" && key == name {
+			lmHead = &t
+			continue
+		}
+		if hfBuffer.MatchString(name) {
+			continue
+		}
+		lt, ok := l.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown tensor %q (not a GPT-2 parameter of this config)", st.Path, key)
+		}
+		if prev, dup := found[name]; dup {
+			return nil, fmt.Errorf("%s: tensor %q given twice (as %q and %q)", st.Path, name, prev, key)
+		}
+		found[name] = key
+		want := hfShape(lt)
+		if !slices.Equal(t.Shape, want) {
+			return nil, fmt.Errorf("%s: tensor %q has shape %v, want %v", st.Path, key, t.Shape, want)
+		}
+		dst := params[lt.Off : lt.Off+lt.Size]
+		if !hfIsConv1D(name) {
+			if err := t.decodeFloat32(dst); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		tmp := make([]float32, lt.Size)
+		if err := t.decodeFloat32(tmp); err != nil {
+			return nil, err
+		}
+		hfTranspose(dst, tmp, want[0], want[1])
+	}
+	var missing []string
+	for _, lt := range l.Tensors {
+		if _, ok := found[lt.Name]; !ok {
+			missing = append(missing, "transformer."+lt.Name)
+		}
+	}
+	if len(missing) > 0 {
+		if len(missing) > 5 {
+			missing = append(missing[:5], fmt.Sprintf("and %d more", len(missing)-5))
+		}
+		return nil, fmt.Errorf("%s: missing tensor %s", st.Path, strings.Join(missing, ", "))
+	}
+	if lmHead != nil {
+		// The engine ties the LM head to wte; a different head would be silently replaced.
+		wte, _ := l.Lookup("wte.weight")
+		if !slices.Equal(lmHead.Shape, wte.Shape) {
+			return nil, fmt.Errorf("%s: tensor \"lm_head.weight\" has shape %v, want %v", st.Path, lmHead.Shape, wte.Shape)
+		}
+		head, err := lmHead.Float32s()
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range head {
+			if math.Float32bits(v) != math.Float32bits(params[wte.Off+i]) {
+				return nil, fmt.Errorf("%s: lm_head.weight differs from wte.weight (first at element %d): untied LM heads are not supported", st.Path, i)
+			}
+		}
+	}
+	return params, nil
+}
+
+// hfTranspose writes the (cols, rows) transpose of the row-major (rows, cols) src into dst.
+func hfTranspose(dst, src []float32, rows, cols int) {
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			dst[c*rows+r] = src[r*cols+c]
+		}
+	}
+}
+
+// readHFConfig parses a GPT-2 config.json. Every field that changes the computation is
+// checked: a config we would run differently from transformers is an error, not a guess.
+func readHFConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Config{}, fmt.Errorf("%s: %v", path, err)
+	}
+	fail := func(format string, a ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, a...))
+	}
+	intField := func(name string) (int, bool, error) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || int64(int(n)) != n {
+			return 0, true, fmt.Errorf("%s: %s must be an integer, got %s", path, name, v)
+		}
+		return int(n), true, nil
+	}
+	var cfg Config
+	for _, f := range []struct {
+		dst   *int
+		names []string
+	}{
+		{&cfg.VocabSize, []string{"vocab_size"}},
+		// n_positions sizes wpe; n_ctx is its legacy alias in old GPT-2 configs.
+		{&cfg.MaxSeqLen, []string{"n_positions", "n_ctx"}},
+		{&cfg.Channels, []string{"n_embd"}},
+		{&cfg.NumLayers, []string{"n_layer"}},
+		{&cfg.NumHeads, []string{"n_head"}},
+	} {
+		got := false
+		for _, name := range f.names {
+			n, ok, err := intField(name)
+			if err != nil {
+				return Config{}, err
+			}
+			if ok {
+				*f.dst, got = n, true
+				break
+			}
+		}
+		if !got {
+			return fail("missing %s", strings.Join(f.names, " or "))
+		}
+	}
+	cfg.LayerNormE = 1e-5 // transformers' default
+	if v, ok := raw["layer_norm_epsilon"]; ok {
+		e, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return fail("layer_norm_epsilon must be a number, got %s", v)
+		}
+		cfg.LayerNormE = float32(e)
+	}
+
+	str := func(name, def string) (string, error) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return def, nil
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", fmt.Errorf("%s: %s must be a string, got %s", path, name, v)
+		}
+		return s, nil
+	}
+	// gelu_pytorch_tanh is the same tanh approximation as gelu_new under another name.
+	act, err := str("activation_function", "gelu_new")
+	if err != nil {
+		return Config{}, err
+	}
+	if act != "gelu_new" && act != "gelu_pytorch_tanh" {
+		return fail("activation_function is %q; only gelu_new (tanh-approximated GELU) is supported", act)
+	}
+	if mt, err := str("model_type", "gpt2"); err != nil {
+		return Config{}, err
+	} else if mt != "gpt2" {
+		return fail("model_type is %q, want gpt2", mt)
+	}
+	if inner, ok, err := intField("n_inner"); err != nil {
+		return Config{}, err
+	} else if ok && inner != 4*cfg.Channels {
+		return fail("n_inner is %d; only the standard 4*n_embd = %d MLP is supported", inner, 4*cfg.Channels)
+	}
+	for _, f := range []struct {
+		name string
+		want bool
+		why  string
+	}{
+		{"scale_attn_weights", true, "attention scores must be scaled by 1/sqrt(head size)"},
+		{"scale_attn_by_inverse_layer_idx", false, "per-layer attention scaling is not supported"},
+		{"add_cross_attention", false, "cross-attention is not supported"},
+		{"tie_word_embeddings", true, "untied LM heads are not supported"},
+	} {
+		v, ok := raw[f.name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		var got bool
+		if err := json.Unmarshal(v, &got); err != nil {
+			return fail("%s must be true or false, got %s", f.name, v)
+		}
+		if got != f.want {
+			return fail("%s is %v: %s", f.name, got, f.why)
+		}
+	}
+	// Dropout fields (resid_pdrop, embd_pdrop, attn_pdrop, summary_first_dropout) are accepted
+	// and ignored: the engine never applies dropout, since RL logprobs must be computed with the
+	// model in eval semantics. reorder_and_upcast_attn only changes numerics, not the function.
+	if err := cfg.Validate(); err != nil {
+		return fail("%v", err)
+	}
+	return cfg, nil
+}
+
+// hfConfigJSON is config.json as transformers' GPT2Config writes it (keys sorted).
+type hfConfigJSON struct {
+	ActivationFunction         string      `json:"activation_function"`
+	Architectures              []string    `json:"architectures"`
+	AttnPdrop                  json.Number `json:"attn_pdrop"`
+	BosTokenID                 *int        `json:"bos_token_id"`
+	EmbdPdrop                  json.Number `json:"embd_pdrop"`
+	EosTokenID                 *int        `json:"eos_token_id"`
+	InitializerRange           json.Number `json:"initializer_range"`
+	LayerNormEpsilon           json.Number `json:"layer_norm_epsilon"`
+	ModelType                  string      `json:"model_type"`
+	NCtx                       int         `json:"n_ctx"`
+	NEmbd                      int         `json:"n_embd"`
+	NHead                      int         `json:"n_head"`
+	NInner                     *int        `json:"n_inner"`
+	NLayer                     int         `json:"n_layer"`
+	NPositions                 int         `json:"n_positions"`
+	ReorderAndUpcastAttn       bool        `json:"reorder_and_upcast_attn"`
+	ResidPdrop                 json.Number `json:"resid_pdrop"`
+	ScaleAttnByInverseLayerIdx bool        `json:"scale_attn_by_inverse_layer_idx"`
+	ScaleAttnWeights           bool        `json:"scale_attn_weights"`
+	SummaryActivation          *string     `json:"summary_activation"`
+	SummaryFirstDropout        json.Number `json:"summary_first_dropout"`
+	SummaryProjToLabels        bool        `json:"summary_proj_to_labels"`
+	SummaryType                string      `json:"summary_type"`
+	SummaryUseProj             bool        `json:"summary_use_proj"`
+	TieWordEmbeddings          bool        `json:"tie_word_embeddings"`
+	TorchDtype                 string      `json:"torch_dtype"`
+	UseCache                   bool        `json:"use_cache"`
+	VocabSize                  int         `json:"vocab_size"`
+}
+
+// hfConfigBytes renders cfg as a transformers GPT2Config. Dropout is written as 0.0 so that
+// the checkpoint behaves in PyTorch as it does here even if someone trains it in train mode.
+func hfConfigBytes(cfg Config) ([]byte, error) {
+	var eot *int
+	if cfg.VocabSize >= 50257 {
+		eot = new(int)
+		*eot = 50256 // <|endoftext|> of the GPT-2 tokenizer
+	}
+	c := hfConfigJSON{
+		ActivationFunction:  "gelu_new",
+		Architectures:       []string{"GPT2LMHeadModel"},
+		AttnPdrop:           "0.0",
+		BosTokenID:          eot,
+		EmbdPdrop:           "0.0",
+		EosTokenID:          eot,
+		InitializerRange:    "0.02",
+		LayerNormEpsilon:    json.Number(strconv.FormatFloat(float64(cfg.LayerNormE), 'g', -1, 32)),
+		ModelType:           "gpt2",
+		NCtx:                cfg.MaxSeqLen,
+		NEmbd:               cfg.Channels,
+		NHead:               cfg.NumHeads,
+		NLayer:              cfg.NumLayers,
+		NPositions:          cfg.MaxSeqLen,
+		ResidPdrop:          "0.0",
+		ScaleAttnWeights:    true,
+		SummaryFirstDropout: "0.0",
+		SummaryProjToLabels: true,
+		SummaryType:         "cls_index",
+		SummaryUseProj:      true,
+		TieWordEmbeddings:   true,
+		TorchDtype:          "float32",
+		UseCache:            true,
+		VocabSize:           cfg.VocabSize,
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// hfTensors converts params to HF tensors: "transformer." names, Conv1D weights (in, out),
+// no lm_head (tied to wte; transformers re-ties it on load).
+func hfTensors(cfg Config, params []float32) []STTensor {
+	l := NewLayout(cfg)
+	out := make([]STTensor, 0, len(l.Tensors))
+	for _, t := range l.Tensors {
+		src := params[t.Off : t.Off+t.Size]
+		shape := hfShape(t)
+		if hfIsConv1D(t.Name) {
+			tr := make([]float32, t.Size)
+			hfTranspose(tr, src, t.Shape[0], t.Shape[1])
+			src = tr
+		}
+		out = append(out, F32Tensor("transformer."+t.Name, shape, src))
+	}
+	return out
+}
+
+// SaveHF writes cfg and params as a Hugging Face GPT2LMHeadModel directory (config.json +
+// model.safetensors, F32) that transformers' from_pretrained loads. A new directory is built
+// under a temporary name and renamed into place; into an existing directory (which may hold
+// tokenizer files worth keeping) each file is replaced atomically, weights first.
+func SaveHF(dir string, cfg Config, params []float32) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("saving %s: %w", dir, err)
+	}
+	if n := NewLayout(cfg).Total; len(params) != n {
+		return fmt.Errorf("saving %s: %d params, config needs %d", dir, len(params), n)
+	}
+	conf, err := hfConfigBytes(cfg)
+	if err != nil {
+		return err
+	}
+	tensors := hfTensors(cfg, params)
+	writeBoth := func(d string) error {
+		if err := WriteSafetensors(filepath.Join(d, "model.safetensors"), tensors, nil); err != nil {
+			return err
+		}
+		return writeFileAtomic(filepath.Join(d, "config.json"), func(w io.Writer) error {
+			_, err := w.Write(conf)
+			return err
+		})
+	}
+
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("saving %s: exists and is not a directory", dir)
+	case err == nil:
+		return writeBoth(dir)
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	clean := filepath.Clean(dir)
+	tmp, err := os.MkdirTemp(filepath.Dir(clean), "."+filepath.Base(clean)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if err := writeBoth(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, clean); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	syncDir(filepath.Dir(clean))
+	return nil
+}

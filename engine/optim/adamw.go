@@ -1,0 +1,93 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/gpt2"
+)
+
+// AdamWConfig holds AdamW's hyper-parameters.
+type AdamWConfig struct {
+	LR          float64 // default learning rate (a schedule may override it per step)
+	Beta1       float64
+	Beta2       float64
+	Eps         float64
+	WeightDecay float64
+	// DecayAll applies weight decay to every tensor; by default only tensors with two or
+	// more dimensions (matrices and embeddings) decay, as in nanoGPT and most GPT-2 trainers.
+	DecayAll bool
+}
+
+// DefaultAdamW returns the usual GPT-2 fine-tuning settings.
+func DefaultAdamW() AdamWConfig {
+	return AdamWConfig{LR: 1e-5, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0}
+}
+
+// Validate reports an unusable configuration, naming the field.
+func (c AdamWConfig) Validate() error {
+	switch {
+	case !(c.LR >= 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("adamw: lr must be a finite number ≥ 0, got %g", c.LR)
+	case !(c.Beta1 >= 0 && c.Beta1 < 1):
+		return fmt.Errorf("adamw: beta1 must be in [0, 1), got %g", c.Beta1)
+	case !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("adamw: beta2 must be in [0, 1), got %g", c.Beta2)
+	case !(c.Eps > 0):
+		return fmt.Errorf("adamw: eps must be positive, got %g", c.Eps)
+	case !(c.WeightDecay >= 0):
+		return fmt.Errorf("adamw: weight_decay must be ≥ 0, got %g", c.WeightDecay)
+	}
+	return nil
+}
+
+// AdamW is the optimizer state of one model.
+type AdamW struct {
+	Config AdamWConfig
+	Steps  int         // updates applied so far
+	M, V   backend.Buf // first and second moments, Layout order
+
+	model  *gpt2.Model
+	groups []group
+}
+
+// group is a run of consecutive tensors with the same decay setting.
+type group struct {
+	off, size int
+	decay     bool
+}
+
+// NewAdamW creates zeroed optimizer state for m.
+func NewAdamW(m *gpt2.Model, cfg AdamWConfig) (*AdamW, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m.EnsureGrads()
+	o := &AdamW{Config: cfg, model: m, M: m.B.Alloc(m.Layout.Total), V: m.B.Alloc(m.Layout.Total)}
+	for _, t := range m.Layout.Tensors {
+		decay := cfg.DecayAll || t.IsMatrix()
+		if n := len(o.groups); n > 0 && o.groups[n-1].decay == decay {
+			o.groups[n-1].size += t.Size
+			continue
+		}
+		o.groups = append(o.groups, group{off: t.Off, size: t.Size, decay: decay})
+	}
+	return o, nil
+}
+
+// Step applies one update with learning rate lr from the model's current gradients.
+func (o *AdamW) Step(lr float64) {
+	o.Steps++
+	m, c := o.model, o.Config
+	for _, g := range o.groups {
+		wd := 0.0
+		if g.decay {
+			wd = c.WeightDecay
+		}
+		m.B.AdamW(m.Params.Slice(g.off, g.size), m.Grads.Slice(g.off, g.size),
+			o.M.Slice(g.off, g.size), o.V.Slice(g.off, g.size),
+			backend.AdamW{LR: float32(lr), Beta1: float32(c.Beta1), Beta2: float32(c.Beta2),
+				Eps: float32(c.Eps), WeightDecay: float32(wd), Step: o.Steps})
+	}
+}

@@ -1,0 +1,220 @@
+package tokenizer
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+)
+
+// EOT is the id of <|endoftext|>, GPT-2's only special token. rookscript uses it
+// as the document separator in packed training batches and as the stop token
+// when sampling.
+const EOT int32 = 50256
+
+// EOTText is the text that Decode produces for EOT. Encode never maps this
+// string back to EOT: special tokens are added explicitly (EncodeDoc), never
+// parsed out of text.
+const EOTText = "<|endoftext|>"
+
+const (
+	numRanks  = 50256        // mergeable byte-pair tokens, ids 0..50255
+	vocabSize = numRanks + 1 // plus EOT
+	replChar  = "\uFFFD"     // what Decode writes for an id outside the vocabulary
+	encName   = "r50k_base"  // tiktoken's name for the GPT-2 encoding
+	pattern   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+	errPrefix = "tokenizer: " // prefix of every error this package returns
+)
+
+// r50kBase is the GPT-2 rank file in tiktoken format: one "base64(token) rank"
+// line per mergeable token.
+//
+//go:embed r50k_base.tiktoken
+var r50kBase []byte
+
+// Tokenizer is the GPT-2 byte-pair encoder. It is immutable after construction
+// and safe for concurrent use by multiple goroutines.
+type Tokenizer struct {
+	enc    *tiktoken.Tiktoken
+	tokens [vocabSize][]byte // id -> the raw bytes it stands for; tokens[EOT] = EOTText
+}
+
+var (
+	gpt2Once sync.Once
+	gpt2Tok  *Tokenizer
+	gpt2Err  error
+)
+
+// GPT2 returns the shared GPT-2 tokenizer, building it from the embedded
+// vocabulary on first use. Later calls return the same value (or the same
+// error). It never reads files or touches the network.
+func GPT2() (*Tokenizer, error) {
+	gpt2Once.Do(func() {
+		gpt2Tok, gpt2Err = newTokenizer(r50kBase)
+	})
+	return gpt2Tok, gpt2Err
+}
+
+// newTokenizer builds a Tokenizer from a rank file in tiktoken format.
+func newTokenizer(vocab []byte) (*Tokenizer, error) {
+	ranks, err := parseRanks(vocab)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tokenizer{}
+	for tok, id := range ranks {
+		t.tokens[id] = []byte(tok)
+	}
+	t.tokens[EOT] = []byte(EOTText)
+
+	special := map[string]int{EOTText: int(EOT)}
+	bpe, err := tiktoken.NewCoreBPE(ranks, special, pattern)
+	if err != nil {
+		return nil, fmt.Errorf(errPrefix+"%w", err)
+	}
+	encoding := &tiktoken.Encoding{
+		Name:           encName,
+		PatStr:         pattern,
+		MergeableRanks: ranks,
+		SpecialTokens:  special,
+		ExplicitNVocab: vocabSize,
+	}
+	t.enc = tiktoken.NewTiktoken(bpe, encoding, map[string]any{EOTText: true})
+	return t, nil
+}
+
+// parseRanks reads a tiktoken rank file and checks that it is exactly the
+// shape GPT-2 needs: ranks 0..numRanks-1, each once, distinct non-empty tokens,
+// and every single byte present (so any UTF-8 text can be encoded).
+func parseRanks(data []byte) (map[string]int, error) {
+	ranks := make(map[string]int, numRanks)
+	seen := make([]bool, numRanks)
+	lineNo := 0
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte{'\n'})
+		lineNo++
+		if len(line) == 0 {
+			continue
+		}
+		b64, num, ok := bytes.Cut(line, []byte{' '})
+		if !ok {
+			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: want \"<base64> <rank>\"", lineNo)
+		}
+		tok, err := base64.StdEncoding.DecodeString(string(b64))
+		if err != nil || len(tok) == 0 {
+			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: bad token %q", lineNo, b64)
+		}
+		rank, err := strconv.Atoi(string(num))
+		if err != nil || rank < 0 || rank >= numRanks {
+			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: bad rank %q", lineNo, num)
+		}
+		if seen[rank] {
+			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: duplicate rank %d", lineNo, rank)
+		}
+		if _, dup := ranks[string(tok)]; dup {
+			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: duplicate token %q", lineNo, tok)
+		}
+		seen[rank] = true
+		ranks[string(tok)] = rank
+	}
+	if len(ranks) != numRanks {
+		return nil, fmt.Errorf(errPrefix+"vocabulary has %d tokens, want %d", len(ranks), numRanks)
+	}
+	for b := 0; b < 256; b++ {
+		if _, ok := ranks[string([]byte{byte(b)})]; !ok {
+			return nil, fmt.Errorf(errPrefix+"vocabulary lacks the single byte 0x%02x", b)
+		}
+	}
+	return ranks, nil
+}
+
+// Encode returns the GPT-2 token ids of s. It never emits EOT: the text
+// "<|endoftext|>" inside s is encoded as ordinary characters. s is read as
+// UTF-8; each byte of an invalid sequence is encoded as U+FFFD, as a Go range
+// loop would see it. The result is never nil.
+func (t *Tokenizer) Encode(s string) []int32 {
+	if s == "" {
+		return []int32{}
+	}
+	ids := t.enc.EncodeOrdinary(s)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// EncodeDoc returns Encode(s) followed by EOT: one training document.
+func (t *Tokenizer) EncodeDoc(s string) []int32 {
+	return append(t.Encode(s), EOT)
+}
+
+// Decode returns the text of ids, EOT included as "<|endoftext|>". It never
+// panics: an id outside [0, VocabSize()) is written as U+FFFD; use DecodeErr to
+// reject such ids instead. The bytes are concatenated as they are, so a slice
+// that ends in the middle of a multi-byte UTF-8 character yields a string that
+// is not valid UTF-8; a sampler decoding token by token should collect
+// TokenBytes and convert only complete characters.
+func (t *Tokenizer) Decode(ids []int32) string {
+	n := 0
+	for _, id := range ids {
+		if t.valid(id) {
+			n += len(t.tokens[id])
+		} else {
+			n += len(replChar)
+		}
+	}
+	buf := make([]byte, 0, n)
+	for _, id := range ids {
+		if t.valid(id) {
+			buf = append(buf, t.tokens[id]...)
+		} else {
+			buf = append(buf, replChar...)
+		}
+	}
+	return string(buf)
+}
+
+// DecodeErr is Decode that fails on the first id outside [0, VocabSize()),
+// naming the id and its position, instead of writing U+FFFD.
+func (t *Tokenizer) DecodeErr(ids []int32) (string, error) {
+	for i, id := range ids {
+		if !t.valid(id) {
+			return "", &IDError{ID: id, Pos: i}
+		}
+	}
+	return t.Decode(ids), nil
+}
+
+// TokenBytes returns a copy of the raw bytes of token id (for EOT, the bytes
+// of "<|endoftext|>"), or nil if id is outside the vocabulary. A token may hold
+// only part of a multi-byte UTF-8 character; callers that stream text append
+// these bytes to a buffer and emit the complete characters (see utf8.FullRune).
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	if !t.valid(id) {
+		return nil
+	}
+	return bytes.Clone(t.tokens[id])
+}
+
+// VocabSize is the number of token ids, 50257; ids are 0..VocabSize()-1 and
+// the last one is EOT.
+func (t *Tokenizer) VocabSize() int { return vocabSize }
+
+func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < vocabSize }
+
+// IDError is the error DecodeErr returns for a token id outside the
+// vocabulary; callers can match it with errors.As.
+type IDError struct {
+	ID  int32 // the offending id
+	Pos int   // its index in the slice passed to DecodeErr
+}
+
+func (e *IDError) Error() string {
+	return fmt.Sprintf(errPrefix+"token id %d at position %d is outside the vocabulary [0, %d)", e.ID, e.Pos, vocabSize)
+}
