@@ -90,6 +90,10 @@ type Backend interface {
 	// dent is not Nil, dL/dentropy (dent).
 	LogProbsBackward(logits, lse, ent, dlogp, dent Buf, targets I32, rows, v int, invTemp float32)
 
+	// Softmax writes probs[r] = softmax(logits[r]·invTemp) and lse[r] = log Σ exp(logits[r]·invTemp)
+	// for each of rows rows of width v (the sampler's distribution).
+	Softmax(probs, lse, logits Buf, rows, v int, invTemp float32)
+
 	// KVWrite stores the k and v parts of qkv rows into cache slot slot[i] at position pos[i].
 	KVWrite(kv KV, qkv Buf, slot, pos I32, n, c int)
 	// AttentionDecode: row i attends with its q (from qkv) over positions 0..pos[i] of

@@ -38,7 +38,11 @@ type activations struct {
 	hostPos    []int32
 	hostSlot   []int32
 	hostLogits []float32
+	hostProbs  []float32
+	hostLSE    []float32
 	pack       backend.Pack
+
+	probs backend.Buf // (r, V) sampling distribution; allocated on the first Prefill/Decode
 }
 
 type layerActs struct {

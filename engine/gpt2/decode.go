@@ -38,17 +38,35 @@ func (m *Model) CopySlot(kv *KVCache, dst, src, n int) {
 	}
 }
 
+// Dist is the next-token distribution of a set of rows, on the host. Its slices belong to
+// the model and are overwritten by the next Prefill or Decode.
+type Dist struct {
+	Rows   int
+	Logits []float32 // (Rows, V) raw logits
+	Probs  []float32 // (Rows, V) softmax(logits / temperature)
+	LSE    []float32 // (Rows) log Σ exp(logits / temperature)
+}
+
+// LogProb is log softmax(logits/temperature)[tok] of row r, computed from the logits (not
+// from the rounded probability) so that it matches the training forward.
+func (d Dist) LogProb(r int, tok int32, temperature float32) float32 {
+	v := len(d.Logits) / d.Rows
+	return d.Logits[r*v+int(tok)]*(1/temperature) - d.LSE[r]
+}
+
 // Prefill runs a packed batch of prompts, storing each token's keys and values in the cache
-// (sequence i at slots[i], positions 0..len-1), and returns the raw logits of the last token
-// of every sequence, (len(b.Lens), V) row-major. The returned slice is reused by the next
-// Prefill or Decode. b.Rows and b.Targets are ignored.
-func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32) ([]float32, error) {
+// (sequence i at slots[i], positions 0..len-1), and returns the next-token distribution after
+// the last token of every sequence at the given temperature. b.Rows and b.Targets are ignored.
+func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32, temperature float32) (Dist, error) {
+	if !(temperature > 0) {
+		return Dist{}, fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
+	}
 	nb := Batch{Tokens: b.Tokens, Lens: b.Lens}
 	if err := nb.Validate(m.Config); err != nil {
-		return nil, err
+		return Dist{}, err
 	}
 	if len(slots) != len(b.Lens) {
-		return nil, fmt.Errorf("gpt2: Prefill got %d slots for %d sequences", len(slots), len(b.Lens))
+		return Dist{}, fmt.Errorf("gpt2: Prefill got %d slots for %d sequences", len(slots), len(b.Lens))
 	}
 	n, r := len(b.Tokens), len(b.Lens)
 	a := m.ensureActs(n, r)
@@ -57,10 +75,10 @@ func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32) ([]float32, error)
 	var start int32
 	for i, l := range b.Lens {
 		if s := slots[i]; s < 0 || int(s) >= kv.Slots {
-			return nil, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
+			return Dist{}, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
 		}
 		if int(l) > kv.Cap {
-			return nil, fmt.Errorf("gpt2: sequence %d has %d tokens, more than the cache capacity %d", i, l, kv.Cap)
+			return Dist{}, fmt.Errorf("gpt2: sequence %d has %d tokens, more than the cache capacity %d", i, l, kv.Cap)
 		}
 		for range l {
 			a.hostSlot = append(a.hostSlot, slots[i])
@@ -75,29 +93,32 @@ func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32) ([]float32, error)
 	m.trunk(a, n, kv, false)
 	m.B.GatherRows(a.headIn, a.lnf, a.rows.Slice(0, r), m.Config.Channels)
 	m.B.MatMul(a.logits, a.headIn, m.p.wte, backend.Buf{}, r, m.Config.Channels, m.Config.VocabSize)
-	return m.hostLogits(a, r), nil
+	return m.dist(a, r, temperature), nil
 }
 
 // Decode feeds one token per row: tokens[i] at position pos[i] of cache slot slots[i], whose
-// positions 0..pos[i]-1 must already be in the cache. It returns the raw logits of every
-// row, (len(tokens), V) row-major, valid until the next Prefill or Decode.
-func (m *Model) Decode(kv *KVCache, tokens, slots, pos []int32) ([]float32, error) {
+// positions 0..pos[i]-1 must already be in the cache. It returns every row's next-token
+// distribution at the given temperature.
+func (m *Model) Decode(kv *KVCache, tokens, slots, pos []int32, temperature float32) (Dist, error) {
 	n := len(tokens)
 	if len(slots) != n || len(pos) != n {
-		return nil, fmt.Errorf("gpt2: Decode got %d tokens, %d slots, %d positions", n, len(slots), len(pos))
+		return Dist{}, fmt.Errorf("gpt2: Decode got %d tokens, %d slots, %d positions", n, len(slots), len(pos))
+	}
+	if !(temperature > 0) {
+		return Dist{}, fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
 	}
 	if n == 0 {
-		return nil, nil
+		return Dist{}, nil
 	}
 	for i := range n {
 		if t := tokens[i]; t < 0 || int(t) >= m.Config.VocabSize {
-			return nil, fmt.Errorf("gpt2: token %d outside the vocabulary of %d", t, m.Config.VocabSize)
+			return Dist{}, fmt.Errorf("gpt2: token %d outside the vocabulary of %d", t, m.Config.VocabSize)
 		}
 		if s := slots[i]; s < 0 || int(s) >= kv.Slots {
-			return nil, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
+			return Dist{}, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
 		}
 		if p := pos[i]; p < 0 || int(p) >= kv.Cap {
-			return nil, fmt.Errorf("gpt2: position %d outside the cache capacity %d", p, kv.Cap)
+			return Dist{}, fmt.Errorf("gpt2: position %d outside the cache capacity %d", p, kv.Cap)
 		}
 	}
 	a := m.ensureActs(n, n)
@@ -107,20 +128,32 @@ func (m *Model) Decode(kv *KVCache, tokens, slots, pos []int32) ([]float32, erro
 	m.last.valid = false
 	m.trunk(a, n, kv, true)
 	m.B.MatMul(a.logits, a.lnf, m.p.wte, backend.Buf{}, n, m.Config.Channels, m.Config.VocabSize)
-	return m.hostLogits(a, n), nil
+	return m.dist(a, n, temperature), nil
 }
 
-// hostLogits exposes the first r rows of logits on the host: the buffer itself on a host
-// backend, a reused download otherwise.
-func (m *Model) hostLogits(a *activations, r int) []float32 {
-	size := r * m.Config.VocabSize
-	if mem := a.logits.M; mem.Host != nil {
-		return a.logits.F32()[:size]
+// dist computes the softmax of the first r rows of logits and exposes logits, probabilities
+// and log-sum-exps on the host: the buffers themselves on a host backend, reused downloads
+// otherwise.
+func (m *Model) dist(a *activations, r int, temperature float32) Dist {
+	v := m.Config.VocabSize
+	if a.probs.N < a.logits.N {
+		a.probs = m.B.Alloc(a.logits.N)
 	}
-	if cap(a.hostLogits) < size {
-		a.hostLogits = make([]float32, size)
+	m.B.Softmax(a.probs, a.lse, a.logits, r, v, 1/temperature)
+	return Dist{
+		Rows:   r,
+		Logits: m.host(&a.hostLogits, a.logits, r*v),
+		Probs:  m.host(&a.hostProbs, a.probs, r*v),
+		LSE:    m.host(&a.hostLSE, a.lse, r),
 	}
-	a.hostLogits = a.hostLogits[:size]
-	m.B.Download(a.hostLogits, a.logits.Slice(0, size))
-	return a.hostLogits
+}
+
+// host returns the first n elements of b on the host.
+func (m *Model) host(stage *[]float32, b backend.Buf, n int) []float32 {
+	if b.M.Host != nil {
+		return b.F32()[:n]
+	}
+	*stage = resize(*stage, n)
+	m.B.Download(*stage, b.Slice(0, n))
+	return *stage
 }

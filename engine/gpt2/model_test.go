@@ -176,7 +176,7 @@ func TestDecodeMatchesForward(t *testing.T) {
 	for i, s := range seqs {
 		pb.Add(s[:prompt[i]], prompt[i])
 	}
-	logits, err := m.Prefill(kv, &pb, slots)
+	d, err := m.Prefill(kv, &pb, slots, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestDecodeMatchesForward(t *testing.T) {
 		}
 	}
 	for i := range seqs {
-		check(i, prompt[i]-1, logits[i*v:(i+1)*v])
+		check(i, prompt[i]-1, d.Logits[i*v:(i+1)*v])
 	}
 	// Sequence 0 also continues in slot 1 from a copy of its prefill.
 	m.CopySlot(kv, 1, 2, prompt[0])
@@ -211,12 +211,12 @@ func TestDecodeMatchesForward(t *testing.T) {
 		if len(tok) == 0 {
 			break
 		}
-		out, err := m.Decode(kv, tok, sl, ps)
+		out, err := m.Decode(kv, tok, sl, ps, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for k, i := range who {
-			check(i, int(ps[k]), out[k*v:(k+1)*v])
+			check(i, int(ps[k]), out.Logits[k*v:(k+1)*v])
 		}
 		for _, i := range who[:len(who)-boolInt(pos[0] < len(seqs[0]))] {
 			pos[i]++

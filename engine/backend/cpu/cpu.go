@@ -25,6 +25,7 @@ type CPU struct {
 	rows  rowsJob
 	bgrad biasGradJob
 	gm    gemmJob
+	sm    softmaxJob
 
 	partials []float64 // per-chunk reduction results
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db

@@ -279,3 +279,52 @@ void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, 
 		x[i] = d * scale;
 	}
 }
+
+__attribute__((target("avx2"))) static void exp_store_avx2(float *out, const float *x, long n, float scale, float m,
+                                                          double *lanes, long *done) {
+	__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+	const __m256 S = _mm256_set1_ps(scale), M = _mm256_set1_ps(m);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 e = exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), S), M));
+		_mm256_storeu_ps(out + i, e);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+	}
+	_mm256_storeu_pd(lanes, s0);
+	_mm256_storeu_pd(lanes + 4, s1);
+	*done = i;
+}
+
+__attribute__((target("avx2"))) static void scale_avx2(float *x, long n, float s, long *done) {
+	const __m256 S = _mm256_set1_ps(s);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), S));
+	*done = i;
+}
+
+float rk_softmax(float *out, const float *x, long n, float scale) {
+	float m = rk_max_scaled(x, n, scale);
+	double s[8] = {0};
+	long i = 0;
+	if (avx2()) {
+		exp_store_avx2(out, x, n, scale, m, s, &i);
+	} else {
+		for (; i + 8 <= n; i += 8)
+			for (int j = 0; j < 8; j++) {
+				out[i + j] = exp1(x[i + j] * scale - m);
+				s[j] += (double)out[i + j];
+			}
+	}
+	for (; i < n; i++) {
+		out[i] = exp1(x[i] * scale - m);
+		s[0] += (double)out[i];
+	}
+	double sum = 0;
+	for (int j = 0; j < 8; j++) sum += s[j];
+	float inv = (float)(1.0 / sum);
+	i = 0;
+	if (avx2()) scale_avx2(out, n, inv, &i);
+	for (; i < n; i++) out[i] *= inv;
+	return m + (float)log(sum);
+}

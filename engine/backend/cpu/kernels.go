@@ -37,6 +37,10 @@ func cLogProbBackward(x []float32, scale, lse, glogp, gent, h float32) {
 	C.rk_logprob_backward(fptr(x), C.long(len(x)), C.float(scale), C.float(lse), C.float(glogp), C.float(gent), C.float(h))
 }
 
+func cSoftmax(out, x []float32, scale float32) float32 {
+	return float32(C.rk_softmax(fptr(out), fptr(x), C.long(len(x)), C.float(scale)))
+}
+
 // hasAVX2 reports whether the vectorised kernel paths are in use.
 func hasAVX2() bool { return C.rk_has_avx2() != 0 }
 

@@ -17,6 +17,9 @@ void rk_exp_sums(const float *x, long n, float scale, float m, double *s, double
 // target's glogp·scale.
 void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, float gent, float h);
 
+// out = softmax(x·scale), returning log Σ e^{x·scale} (the row's log-sum-exp).
+float rk_softmax(float *out, const float *x, long n, float scale);
+
 // rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
 // (tests use it to check that both agree bit for bit).
 int rk_has_avx2(void);

@@ -42,6 +42,9 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 		cExpSums(x, 0.7, mx, sums)
 		s, tz := sums[0], sums[1]
 		res = append(res, []float32{mx, float32(s), float32(tz), float32(s - float64(float32(s)))})
+		sm := make([]float32, n)
+		lse := cSoftmax(sm, x, 0.7)
+		res = append(res, sm, []float32{lse})
 		g := append([]float32(nil), x...)
 		cLogProbBackward(g, 0.7, mx+float32(math.Log(s)), 0.3, -0.2, 1.1)
 		res = append(res, g)

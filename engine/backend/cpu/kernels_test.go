@@ -368,6 +368,33 @@ func TestLogProbs(t *testing.T) {
 	checkFD(t, "dlogits", bl.F32(), bg.F32(), forward, 1e-2, 2e-3)
 }
 
+func TestSoftmax(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(23, 24))
+	const rows, v = 3, 1037
+	logits := randVec(r, rows*v, 3)
+	probs, lse := c.Alloc(rows*v), c.Alloc(rows)
+	c.Softmax(probs, lse, buf(c, logits), rows, v, 0.8)
+	for i := range rows {
+		m, s := math.Inf(-1), 0.0
+		for k := range v {
+			m = max(m, float64(logits[i*v+k])*0.8)
+		}
+		for k := range v {
+			s += math.Exp(float64(logits[i*v+k])*0.8 - m)
+		}
+		l := m + math.Log(s)
+		if d := math.Abs(float64(lse.F32()[i]) - l); d > 2e-6 {
+			t.Errorf("row %d: lse off by %g", i, d)
+		}
+		for k := range v {
+			want := math.Exp(float64(logits[i*v+k])*0.8 - l)
+			if d := math.Abs(float64(probs.F32()[i*v+k]) - want); d > 1e-6*want+1e-12 {
+				t.Fatalf("row %d token %d: p = %g, want %g", i, k, probs.F32()[i*v+k], want)
+			}
+		}
+	}
+}
+
 func TestAdamW(t *testing.T) {
 	c, r := New(2), rand.New(rand.NewPCG(15, 16))
 	const n = 40003

@@ -80,3 +80,23 @@ func (c *CPU) LogProbsBackward(logits, lse, ent, dlogp, dent backend.Buf, target
 	c.pool.run(&c.lp, rows, 1)
 	c.lp = logProbsJob{}
 }
+
+type softmaxJob struct {
+	probs, lse, logits []float32
+	v                  int
+	invTemp            float32
+}
+
+func (j *softmaxJob) run(_, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		j.lse[r] = cSoftmax(j.probs[r*j.v:(r+1)*j.v], j.logits[r*j.v:(r+1)*j.v], j.invTemp)
+	}
+}
+
+func (c *CPU) Softmax(probs, lse, logits backend.Buf, rows, v int, invTemp float32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sm = softmaxJob{probs: probs.F32(), lse: lse.F32(), logits: logits.F32(), v: v, invTemp: invTemp}
+	c.pool.run(&c.sm, rows, 1)
+	c.sm = softmaxJob{}
+}

@@ -1,0 +1,28 @@
+// Package device opens a compute backend by name ("cpu", "cuda"), the one place that knows
+// which backends this build contains.
+package device
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+)
+
+// Options tune a backend; zero values mean the defaults.
+type Options struct {
+	Threads int // cpu: worker goroutines (0: GOMAXPROCS)
+	Ordinal int // cuda: which GPU
+}
+
+// Open returns the backend called name.
+func Open(name string, opt Options) (backend.Backend, error) {
+	switch strings.ToLower(name) {
+	case "", "cpu":
+		return cpu.New(opt.Threads), nil
+	case "cuda", "gpu":
+		return openCUDA(opt)
+	}
+	return nil, fmt.Errorf("device %q: unknown device (want cpu or cuda)", name)
+}

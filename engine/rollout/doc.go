@@ -1,0 +1,15 @@
+// Package rollout samples groups of completions from a gpt2.Model with its KV cache.
+//
+// For P prompts and group size G, each prompt is prefilled once and its cache copied to its
+// G slots; then one batched decode step per new token serves every unfinished completion,
+// and completions that emit <|endoftext|> or reach the token limit leave the batch.
+//
+// The log-probability of every sampled token is recorded at sampling time under
+// softmax(logits / temperature) — the full distribution, before top-k/top-p shaping, which
+// only decides what is sampled. Those are the logprobs GRPO's ratio is taken against, and
+// they agree with the training forward's to float32 rounding (DESIGN §6.2).
+//
+// Randomness: completion j of a prompt draws from its own PCG stream keyed by the call's
+// seed, the prompt's tokens, its occurrence among identical prompts and j, so the same seed
+// gives the same tokens however the prompts are batched.
+package rollout
