@@ -1,0 +1,344 @@
+package grpo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/optim"
+	"github.com/rookscript/rookscript/engine/rollout"
+)
+
+var tinyConfig = gpt2.Config{VocabSize: 29, MaxSeqLen: 48, NumLayers: 2, NumHeads: 2, Channels: 16, LayerNormE: 1e-5}
+
+const stop = 28
+
+func tinyModel(t testing.TB, seed uint64, scale float32) *gpt2.Model {
+	t.Helper()
+	p := gpt2.RandomParams(tinyConfig, seed)
+	for i := range p {
+		p[i] *= scale
+	}
+	m, err := gpt2.New(cpu.New(2), tinyConfig, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// setup returns a policy, a reference identical to it, an optimizer and a scored rollout
+// batch of 4 prompts × group 4 with random rewards.
+func setup(t testing.TB, seed uint64) (*Trainer, *rollout.Batch) {
+	t.Helper()
+	policy, ref := tinyModel(t, seed, 3), tinyModel(t, seed, 3)
+	opt, err := optim.NewAdamW(policy, optim.AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	var prompts [][]int32
+	for _, n := range []int{3, 7, 1, 5} {
+		p := make([]int32, n)
+		for i := range p {
+			p[i] = int32(r.IntN(stop))
+		}
+		prompts = append(prompts, p)
+	}
+	b, err := rollout.NewSampler(policy).Generate(context.Background(), prompts,
+		rollout.Config{Group: 4, MaxNewTokens: 10, Temperature: 0.9, Seed: seed, StopToken: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Rewards = make([]float64, len(b.Completions))
+	for i := range b.Rewards {
+		b.Rewards[i] = r.Float64()
+	}
+	return &Trainer{Policy: policy, Ref: ref, Opt: opt}, b
+}
+
+func step(t testing.TB, tr *Trainer, b *rollout.Batch, cfg Config) Metrics {
+	t.Helper()
+	m, err := tr.Step(context.Background(), b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestFirstMinibatchInvariants is DESIGN §6.1: before any update the ratio is 1 (|log ρ| <
+// 1e-5), nothing is clipped, and the KL to a reference equal to the initial policy is 0.
+func TestFirstMinibatchInvariants(t *testing.T) {
+	for _, est := range []string{"k1", "k2", "k3"} {
+		tr, b := setup(t, 1)
+		cfg := DefaultConfig()
+		cfg.Beta, cfg.KLEstimator, cfg.LR = 0.1, est, 1e-3
+		m := step(t, tr, b, cfg)
+		if v := m["ratio/first_max_abs_log"]; v > 1e-5 {
+			t.Errorf("%s: max |log ratio| on the first minibatch = %g", est, v)
+		}
+		if m["clip_ratio/region_mean"] != 0 {
+			t.Errorf("%s: clip fraction %g on the first minibatch", est, m["clip_ratio/region_mean"])
+		}
+		if v := m["kl/first_max"]; math.Abs(v) > 1e-5 {
+			t.Errorf("%s: KL to the initial policy = %g", est, v)
+		}
+		if m["updates"] != 1 || m["finite"] != 1 {
+			t.Errorf("%s: metrics %v", est, m)
+		}
+	}
+}
+
+// lossAt evaluates the step's loss for the current parameters without updating anything.
+func lossAt(t *testing.T, tr *Trainer, kept []*completion, b *rollout.Batch, cfg Config) float64 {
+	st := newStats()
+	if err := tr.microBatch(kept, tokenWeights(kept, cfg.Aggregation, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
+		t.Fatal(err)
+	}
+	return st.loss
+}
+
+// TestLossGradientFiniteDifferences checks ∂L/∂θ for every loss variant and KL estimator
+// against central differences, on a batch whose old logprobs are shifted so that some tokens
+// sit in each clip region.
+func TestLossGradientFiniteDifferences(t *testing.T) {
+	type variant struct {
+		agg, level, kl string
+		beta, ent      float64
+	}
+	var variants []variant
+	for _, agg := range []string{"grpo", "dapo", "dr_grpo"} {
+		for _, level := range []string{"token", "sequence"} {
+			variants = append(variants, variant{agg, level, "k3", 0, 0})
+		}
+	}
+	for _, kl := range []string{"k1", "k2", "k3"} {
+		variants = append(variants, variant{"dapo", "token", kl, 0.5, 0.05})
+	}
+	for _, v := range variants {
+		t.Run(fmt.Sprintf("%s/%s/%s/beta=%g/ent=%g", v.agg, v.level, v.kl, v.beta, v.ent), func(t *testing.T) {
+			tr, b := setup(t, 3)
+			r := rand.New(rand.NewPCG(4, 4))
+			for i := range b.Completions {
+				for j := range b.Completions[i].LogProbs {
+					b.Completions[i].LogProbs[j] += float32(0.6 * r.NormFloat64())
+				}
+			}
+			cfg := DefaultConfig()
+			cfg.Aggregation, cfg.RatioLevel, cfg.KLEstimator, cfg.Beta, cfg.EntropyCoef = v.agg, v.level, v.kl, v.beta, v.ent
+			cfg.ClipLow, cfg.ClipHigh = 0.2, 0.3
+			if v.level == "sequence" {
+				cfg.ClipLow, cfg.ClipHigh = 0.1, 0.1
+			}
+			adv, _ := Advantages(b.Rewards, b.Group, cfg.Scale, cfg.StdEps)
+			var kept []*completion
+			for i := range b.Completions {
+				kept = append(kept, &completion{c: &b.Completions[i], prompt: b.Prompts[b.Completions[i].Prompt], adv: adv[i]})
+			}
+			if v.beta > 0 {
+				if err := tr.referenceLogprobs(context.Background(), kept, b.Temperature, cfg); err != nil {
+					t.Fatal(err)
+				}
+				// Move the policy away from the reference so the KL gradient is not ~0.
+				p := tr.Policy.ParamsHost()
+				for i := range p {
+					p[i] += float32(0.02 * r.NormFloat64())
+				}
+				tr.Policy.SetParams(p)
+			}
+			st := newStats()
+			tr.Policy.ZeroGrads()
+			if err := tr.microBatch(kept, tokenWeights(kept, cfg.Aggregation, b.MaxNewTokens), b.Temperature, cfg, &st, true); err != nil {
+				t.Fatal(err)
+			}
+			if st.clipLow+st.clipHigh == 0 && v.level == "token" {
+				t.Fatal("no token is clipped: the test would not cover the clip")
+			}
+			grads, params := tr.Policy.GradsHost(), tr.Policy.ParamsHost()
+			scale := 0.0
+			for _, g := range grads {
+				scale = max(scale, math.Abs(float64(g)))
+			}
+			worst := 0.0
+			for _, name := range []string{"wte.weight", "h.0.attn.c_attn.weight", "h.1.mlp.c_fc.bias", "ln_f.weight", "h.1.ln_2.bias"} {
+				tn, _ := tr.Policy.Layout.Lookup(name)
+				for _, i := range []int{0, tn.Size / 3, tn.Size - 1} {
+					k := tn.Off + i
+					orig := params[k]
+					const h = 3e-3
+					params[k] = orig + h
+					tr.Policy.SetParams(params)
+					lp := lossAt(t, tr, kept, b, cfg)
+					params[k] = orig - h
+					tr.Policy.SetParams(params)
+					lm := lossAt(t, tr, kept, b, cfg)
+					params[k] = orig
+					tr.Policy.SetParams(params)
+					num := (lp - lm) / (2 * h)
+					e := math.Abs(num-float64(grads[k])) / scale
+					worst = max(worst, e)
+					if e > 1e-2 {
+						t.Errorf("%s[%d]: analytic %.6g, finite difference %.6g", name, i, grads[k], num)
+					}
+				}
+			}
+			t.Logf("worst FD error %.2g of max |grad| %.3g", worst, scale)
+		})
+	}
+}
+
+// TestNoSignalNoChange is DESIGN §6.4: all advantages zero and β = 0 ⇒ loss 0 and the
+// parameters bit-identical after the step.
+func TestNoSignalNoChange(t *testing.T) {
+	tr, b := setup(t, 5)
+	for i := range b.Rewards {
+		b.Rewards[i] = 0.5 // every group has zero variance: all advantages are 0
+	}
+	before := tr.Policy.ParamsHost()
+	m := step(t, tr, b, DefaultConfig())
+	if m["loss"] != 0 || m["no_signal"] != 1 || m["frac_reward_zero_std"] != 1 {
+		t.Fatalf("loss %g, no_signal %g, frac_reward_zero_std %g", m["loss"], m["no_signal"], m["frac_reward_zero_std"])
+	}
+	after := tr.Policy.ParamsHost()
+	for i := range before {
+		if math.Float32bits(before[i]) != math.Float32bits(after[i]) {
+			t.Fatalf("parameter %d changed with no signal", i)
+		}
+	}
+}
+
+func captureGrads(tr *Trainer) *[]float32 {
+	var g []float32
+	tr.Hooks.AfterBackward = func(p *gpt2.Model) { g = p.GradsHost() }
+	return &g
+}
+
+// TestMicroBatchSplitInvariance is DESIGN §6.5: the same minibatch split into 1, 2 or 4
+// micro-batches gives the same gradient (up to float32 summation order).
+func TestMicroBatchSplitInvariance(t *testing.T) {
+	for _, agg := range []string{"grpo", "dapo", "dr_grpo"} {
+		var ref []float32
+		for _, micro := range []int{0, 8, 4} { // 16 completions: 1, 2 and 4 micro-batches
+			tr, b := setup(t, 6)
+			g := captureGrads(tr)
+			cfg := DefaultConfig()
+			cfg.Aggregation, cfg.MicroBatch, cfg.Beta = agg, micro, 0.05
+			step(t, tr, b, cfg)
+			if ref == nil {
+				ref = *g
+				continue
+			}
+			scale, worst := 0.0, 0.0
+			for i := range ref {
+				scale = max(scale, math.Abs(float64(ref[i])))
+				worst = max(worst, math.Abs(float64((*g)[i]-ref[i])))
+			}
+			if worst > 1e-5*scale {
+				t.Errorf("%s with micro-batches of %d: gradient differs by %g (max |grad| %g)", agg, micro, worst, scale)
+			}
+		}
+	}
+}
+
+// TestEveryTensorGetsGradient is DESIGN §6.3: after a normal step every trainable tensor
+// has a non-zero gradient.
+func TestEveryTensorGetsGradient(t *testing.T) {
+	tr, b := setup(t, 7)
+	g := captureGrads(tr)
+	step(t, tr, b, DefaultConfig())
+	for _, tn := range tr.Policy.Layout.Tensors {
+		nonzero := slices.ContainsFunc((*g)[tn.Off:tn.Off+tn.Size], func(x float32) bool { return x != 0 })
+		if !nonzero {
+			t.Errorf("%s received no gradient", tn.Name)
+		}
+	}
+}
+
+// TestNonFiniteNeverReachesWeights is DESIGN §6.9: a NaN gradient or a NaN reward skips the
+// update; the weights and optimizer state stay bit-identical and the metrics say why.
+func TestNonFiniteNeverReachesWeights(t *testing.T) {
+	cases := map[string]func(*Trainer, *rollout.Batch){
+		"nan gradient": func(tr *Trainer, _ *rollout.Batch) {
+			tr.Hooks.AfterBackward = func(p *gpt2.Model) {
+				g, _ := p.Grad("h.1.mlp.c_fc.weight")
+				v := p.GradsHost()
+				tn, _ := p.Layout.Lookup("h.1.mlp.c_fc.weight")
+				v[tn.Off+5] = float32(math.NaN())
+				p.B.Upload(g, v[tn.Off:tn.Off+tn.Size])
+			}
+		},
+		"nan reward": func(_ *Trainer, b *rollout.Batch) { b.Rewards[3] = math.NaN() },
+		"inf reward": func(_ *Trainer, b *rollout.Batch) { b.Rewards[0] = math.Inf(1) },
+	}
+	for name, inject := range cases {
+		t.Run(name, func(t *testing.T) {
+			tr, b := setup(t, 8)
+			step(t, tr, b, DefaultConfig()) // one good step first: moments are non-zero
+			params := tr.Policy.ParamsHost()
+			mom := make([]float32, tr.Opt.M.N)
+			tr.Policy.B.Download(mom, tr.Opt.M)
+			steps := tr.Opt.Steps
+			inject(tr, b)
+			m := step(t, tr, b, DefaultConfig())
+			if m["finite"] != 0 || m["skipped"] != 1 || m["updates"] != 0 {
+				t.Fatalf("metrics finite=%g skipped=%g updates=%g", m["finite"], m["skipped"], m["updates"])
+			}
+			after := tr.Policy.ParamsHost()
+			afterMom := make([]float32, tr.Opt.M.N)
+			tr.Policy.B.Download(afterMom, tr.Opt.M)
+			for i := range params {
+				if math.Float32bits(params[i]) != math.Float32bits(after[i]) {
+					t.Fatalf("parameter %d changed", i)
+				}
+			}
+			if !slices.Equal(mom, afterMom) || tr.Opt.Steps != steps {
+				t.Fatal("optimizer state changed")
+			}
+			for _, g := range tr.Policy.GradsHost() {
+				if g != g {
+					t.Fatal("a NaN gradient was left behind")
+				}
+			}
+		})
+	}
+}
+
+func TestEmptyBatchAndErrors(t *testing.T) {
+	tr, b := setup(t, 9)
+	m, err := tr.Step(context.Background(), &rollout.Batch{Group: 4}, DefaultConfig())
+	if err != nil || m["empty_batch"] != 1 || m["updates"] != 0 {
+		t.Fatalf("empty batch: %v, %v", m, err)
+	}
+	b.Rewards = b.Rewards[:3]
+	if _, err := tr.Step(context.Background(), b, DefaultConfig()); err == nil {
+		t.Error("missing rewards: no error")
+	}
+	cfg := DefaultConfig()
+	cfg.Aggregation = "mean"
+	if _, err := tr.Step(context.Background(), b, cfg); err == nil {
+		t.Error("unknown aggregation: no error")
+	}
+	cfg = DefaultConfig()
+	cfg.Beta = 0.1
+	tr.Ref = nil
+	if _, err := tr.Step(context.Background(), b, cfg); err == nil {
+		t.Error("beta without reference: no error")
+	}
+}
+
+// TestBetaZeroSkipsReference: with β = 0 the reference model is never run.
+func TestBetaZeroSkipsReference(t *testing.T) {
+	tr, b := setup(t, 10)
+	tr.Ref = nil // a nil reference would panic if it were used
+	m := step(t, tr, b, DefaultConfig())
+	if _, ok := m["time/reference"]; ok {
+		t.Error("reference phase timed with beta = 0")
+	}
+	if _, ok := m["kl"]; ok {
+		t.Error("kl reported with beta = 0")
+	}
+}
