@@ -1,0 +1,208 @@
+package luabind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/device"
+	"github.com/rookscript/rookscript/engine/tokenizer"
+)
+
+// Options configure an Env.
+type Options struct {
+	// Args are the command line's key=value config overrides, applied by rook.config.
+	Args []string
+	// Recipe is the path of the recipe being run ("" in the REPL): its directory joins the
+	// module search path, and a TOML file beside it (same name, .toml) supplies config values.
+	Recipe string
+	Stdout io.Writer // prints and logs; os.Stdout if nil
+	Quiet  bool      // rook.log and progress lines are suppressed
+	// Modules are extra Lua modules by name (source text), found by require before any file.
+	Modules map[string]string
+}
+
+// Env is one Lua state with module rook loaded and the Go resources its scripts create.
+type Env struct {
+	L     *lua.LState
+	opts  Options
+	out   io.Writer
+	args  []override
+	usedA map[string]bool
+
+	mu       sync.Mutex
+	backends map[string]backend.Backend
+	closers  []io.Closer
+	config   map[string]any // the resolved rook.config, for run directories
+}
+
+// UsageError is an error in how rookscript was invoked (exit code 2), not in the recipe.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// New creates an environment. Malformed overrides are a UsageError.
+func New(opts Options) (*Env, error) {
+	args, err := parseOverrides(opts.Args)
+	if err != nil {
+		return nil, UsageError{err}
+	}
+	e := &Env{opts: opts, out: opts.Stdout, args: args, usedA: map[string]bool{}, backends: map[string]backend.Backend{}}
+	if e.out == nil {
+		e.out = os.Stdout
+	}
+	e.L = lua.NewState(lua.Options{IncludeGoStackTrace: false})
+	e.L.SetContext(context.Background())
+	e.L.PreloadModule("rook", e.loader)
+	for name, src := range opts.Modules {
+		e.L.PreloadModule(name, func(L *lua.LState) int {
+			fn, err := L.Load(strings.NewReader(src), name+".lua")
+			if err != nil {
+				L.RaiseError("%s", err.Error())
+			}
+			L.Push(fn)
+			L.Call(0, 1)
+			return 1
+		})
+	}
+	e.installSearchers()
+	e.L.SetGlobal("print", e.L.NewFunction(e.print))
+	return e, nil
+}
+
+// Close releases engines, files and the Lua state.
+func (e *Env) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i].Close()
+	}
+	e.closers = nil
+	e.L.Close()
+}
+
+func (e *Env) addCloser(c io.Closer) {
+	e.mu.Lock()
+	e.closers = append(e.closers, c)
+	e.mu.Unlock()
+}
+
+// backend returns the shared backend for a device name.
+func (e *Env) backend(name string, threads int) (backend.Backend, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	key := strings.ToLower(name)
+	if key == "" {
+		key = "cpu"
+	}
+	if b, ok := e.backends[key]; ok {
+		return b, nil
+	}
+	b, err := device.Open(key, device.Options{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	e.backends[key] = b
+	return b, nil
+}
+
+var tok = sync.OnceValues(tokenizer.GPT2)
+
+// RunFile runs a recipe with ctx as the context of every long call. A Lua error comes back
+// as a *RecipeError with its traceback.
+func (e *Env) RunFile(ctx context.Context, path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return UsageError{fmt.Errorf("cannot read recipe: %w", err)}
+	}
+	return e.run(ctx, string(src), path)
+}
+
+// DoString runs a chunk of Lua source named name.
+func (e *Env) DoString(ctx context.Context, src, name string) error { return e.run(ctx, src, name) }
+
+// RecipeError is a failure inside Lua code, with the Lua traceback.
+type RecipeError struct {
+	Message   string
+	Traceback string
+}
+
+func (e *RecipeError) Error() string {
+	if e.Traceback == "" {
+		return e.Message
+	}
+	return e.Message + "\n" + e.Traceback
+}
+
+func (e *Env) run(ctx context.Context, src, name string) error {
+	fn, err := e.L.Load(strings.NewReader(src), name)
+	if err != nil {
+		return &RecipeError{Message: err.Error()}
+	}
+	e.L.SetContext(ctx)
+	defer e.L.SetContext(context.Background())
+	e.L.Push(fn)
+	return e.pcall(0, 0)
+}
+
+// pcall calls the function on the stack, turning Lua errors into *RecipeError (message
+// with the recipe's file:line, and the Lua traceback) and a cancelled context into ctx.Err().
+func (e *Env) pcall(nargs, nret int) error {
+	err := e.L.PCall(nargs, nret, nil)
+	if err == nil {
+		return nil
+	}
+	if ctxErr := e.L.Context().Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var apiErr *lua.ApiError
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Object.String()
+		if ud, ok := apiErr.Object.(*lua.LUserData); ok {
+			if err, ok := ud.Value.(error); ok {
+				msg = err.Error()
+			}
+		}
+		return &RecipeError{Message: msg, Traceback: apiErr.StackTrace}
+	}
+	return err
+}
+
+// print writes its arguments like Lua's print, to the environment's output.
+func (e *Env) print(L *lua.LState) int {
+	n := L.GetTop()
+	parts := make([]string, n)
+	for i := 1; i <= n; i++ {
+		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+	}
+	fmt.Fprintln(e.out, strings.Join(parts, "\t"))
+	return 0
+}
+
+// installSearchers puts the recipe's directory and the embedded scripts/ modules on the
+// module search path (in that order, after package.preload).
+func (e *Env) installSearchers() {
+	L := e.L
+	pkg := L.GetGlobal("package").(*lua.LTable)
+	var dirs []string
+	if e.opts.Recipe != "" {
+		dirs = append(dirs, filepath.Dir(e.opts.Recipe))
+	}
+	dirs = append(dirs, ".")
+	var paths []string
+	for _, d := range dirs {
+		paths = append(paths, filepath.Join(d, "?.lua"), filepath.Join(d, "scripts", "?.lua"))
+	}
+	pkg.RawSetString("path", lua.LString(strings.Join(paths, ";")))
+	loaders := pkg.RawGetString("loaders").(*lua.LTable)
+	loaders.Append(L.NewFunction(embeddedLoader))
+}

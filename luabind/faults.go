@@ -1,0 +1,5 @@
+package luabind
+
+import "math"
+
+func nan() float64 { return math.NaN() }

@@ -1,0 +1,357 @@
+package luabind
+
+import (
+	"fmt"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/rollout"
+	"github.com/rookscript/rookscript/engine/tokenizer"
+)
+
+const modelType = "rook.model"
+
+// model is a policy or a frozen reference.
+type model struct {
+	m        *gpt2.Model
+	source   gpt2.Source
+	hash     string // content hash of the weights it was loaded with
+	frozen   bool   // a reference: never trained, changes only by an explicit sync
+	syncs    []syncRecord
+	sampler  *rollout.Sampler
+	trainer  *trainerState
+	faultNaN bool // inject a NaN gradient into the next GRPO step (fault drills, tests)
+	device   string
+	draws    uint64 // sampling calls without an explicit seed, to vary their default seed
+}
+
+type syncRecord struct {
+	Step int
+	Hash string
+}
+
+func (m *model) String() string {
+	kind := "model"
+	if m.frozen {
+		kind = "reference"
+	}
+	c := m.m.Config
+	return fmt.Sprintf("rook.%s(%s; %d layers, %d heads, d=%d, %s params)", kind, m.source.Path, c.NumLayers, c.NumHeads, c.Channels, humanCount(m.m.Layout.Total))
+}
+
+func checkModel(L *lua.LState, n int) *model { return check[*model](L, n, modelType) }
+
+// rook.load(source [, {device=, threads=}]) → model, or nil, err when the weights cannot be
+// read. Random weights only by explicit name ("random:tiny"), and said loudly in the log.
+func (e *Env) luaLoad(L *lua.LState) int {
+	src := L.CheckString(1)
+	o := optsArg(L, 2, "rook.load")
+	dev := o.str("device", "cpu")
+	threads := o.int("threads", 0)
+	o.done()
+	cfg, params, source, err := gpt2.Load(src)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	b, err := e.backend(dev, threads)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	gm, err := gpt2.New(b, cfg, params)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	m := &model{m: gm, source: source, hash: gpt2.ParamsHash(cfg, params), device: dev}
+	if !e.opts.Quiet {
+		fmt.Fprintf(e.out, "model: %s\n", source.Description)
+	}
+	L.Push(newUserData(L, modelType, m))
+	return 1
+}
+
+var modelMethods = map[string]lua.LGFunction{
+	"reference": modelReference,
+	"sync":      modelSync,
+	"save":      modelSave,
+	"generate":  modelGenerate,
+	"rollout":   modelRollout,
+	"logprobs":  modelLogprobs,
+	"info":      modelInfo,
+	"hash":      modelHash,
+	"inject_nan": func(L *lua.LState) int {
+		checkModel(L, 1).faultNaN = true
+		return 0
+	},
+}
+
+// Fields: model.random (bool), model.source (string), model.frozen (bool).
+func modelIndex(L *lua.LState) int {
+	m := checkModel(L, 1)
+	switch L.CheckString(2) {
+	case "random":
+		L.Push(lua.LBool(m.source.Random))
+	case "source":
+		L.Push(lua.LString(m.source.Path))
+	case "frozen":
+		L.Push(lua.LBool(m.frozen))
+	default:
+		L.Push(lua.LNil)
+	}
+	return 1
+}
+
+// model:reference() → a frozen copy of the model's current weights on the same device.
+func modelReference(L *lua.LState) int {
+	m := checkModel(L, 1)
+	params := m.m.ParamsHost()
+	ref, err := gpt2.New(m.m.B, m.m.Config, params)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	r := &model{m: ref, source: m.source, hash: gpt2.ParamsHash(m.m.Config, params), frozen: true, device: m.device}
+	if r.hash != m.hash {
+		// The policy has been trained since it was loaded: this reference is not its source.
+		r.source.Path = fmt.Sprintf("%s (trained copy %s)", m.source.Path, r.hash[:12])
+	}
+	L.Push(newUserData(L, modelType, r))
+	return 1
+}
+
+// ref:sync(policy [, step]) copies the policy's weights into a reference: the only way a
+// reference changes. Returns the new content hash.
+func modelSync(L *lua.LState) int {
+	r, p := checkModel(L, 1), checkModel(L, 2)
+	step := L.OptInt(3, 0)
+	if !r.frozen {
+		L.ArgError(1, "sync is for references (policy:reference()), not for a trained model")
+	}
+	params := p.m.ParamsHost()
+	if err := r.m.SetParams(params); err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	r.hash = gpt2.ParamsHash(p.m.Config, params)
+	r.syncs = append(r.syncs, syncRecord{Step: step, Hash: r.hash})
+	L.Push(lua.LString(r.hash))
+	return 1
+}
+
+// model:save(dir) writes a Hugging Face GPT-2 directory; nil, err on failure.
+func modelSave(L *lua.LState) int {
+	m := checkModel(L, 1)
+	dir := L.CheckString(2)
+	if err := gpt2.SaveHF(dir, m.m.Config, m.m.ParamsHost()); err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func modelHash(L *lua.LState) int {
+	m := checkModel(L, 1)
+	L.Push(lua.LString(gpt2.ParamsHash(m.m.Config, m.m.ParamsHost())))
+	return 1
+}
+
+func modelInfo(L *lua.LState) int {
+	m := checkModel(L, 1)
+	c := m.m.Config
+	L.Push(fromGo(L, map[string]any{
+		"source": m.source.Path, "description": m.source.Description, "random": m.source.Random,
+		"frozen": m.frozen, "params": m.m.Layout.Total, "layers": c.NumLayers, "heads": c.NumHeads,
+		"channels": c.Channels, "vocab": c.VocabSize, "context": c.MaxSeqLen, "device": m.device,
+		"hash": m.hash,
+	}))
+	return 1
+}
+
+// promptsArg reads a prompt list: strings, or tables with a string field "prompt" (what
+// position sources return).
+func promptsArg(L *lua.LState, n int) []string {
+	switch v := L.Get(n).(type) {
+	case lua.LString:
+		return []string{string(v)}
+	case *lua.LTable:
+		var out []string
+		for i := 1; i <= v.Len(); i++ {
+			switch x := v.RawGetInt(i).(type) {
+			case lua.LString:
+				out = append(out, string(x))
+			case *lua.LTable:
+				p, ok := x.RawGetString("prompt").(lua.LString)
+				if !ok {
+					L.ArgError(n, fmt.Sprintf("prompt %d is a table without a string field 'prompt'", i))
+				}
+				out = append(out, string(p))
+			default:
+				L.ArgError(n, fmt.Sprintf("prompt %d is a %s, want a string", i, x.Type()))
+			}
+		}
+		return out
+	}
+	L.ArgError(n, "want a prompt string or a list of prompts")
+	return nil
+}
+
+func tokenizerOrRaise(L *lua.LState) *tokenizer.Tokenizer {
+	t, err := tok()
+	if err != nil {
+		L.RaiseError("tokenizer: %s", err.Error())
+	}
+	return t
+}
+
+// sampling reads the sampling options shared by generate and rollout. Without a seed, calls
+// on a model draw seeds 1, 2, 3, ...; a resumable recipe passes its own (e.g. from the step).
+func (m *model) sampling(L *lua.LState, o *opts, defGroup int) rollout.Config {
+	m.draws++
+	cfg := rollout.Config{
+		Group:        o.int("group", defGroup),
+		MaxNewTokens: o.int("max_new_tokens", 128),
+		Temperature:  float32(o.num("temperature", 1)),
+		Seed:         uint64(o.int("seed", int(m.draws))),
+	}
+	cfg.TopK = o.int("top_k", 0)
+	cfg.TopP = o.num("top_p", 0)
+	cfg.Greedy = o.boolean("greedy", false)
+	if cfg.Greedy && cfg.Temperature <= 0 {
+		cfg.Temperature = 1
+	}
+	if err := cfg.Validate(); err != nil {
+		L.RaiseError("%s: %s", o.what, strings.TrimPrefix(err.Error(), "rollout: "))
+	}
+	return cfg
+}
+
+func (m *model) generate(L *lua.LState, prompts []string, cfg rollout.Config) *rollout.Batch {
+	t := tokenizerOrRaise(L)
+	if m.m.Config.VocabSize != t.VocabSize() {
+		L.RaiseError("this model's vocabulary (%d) is not GPT-2's (%d): it cannot read text", m.m.Config.VocabSize, t.VocabSize())
+	}
+	ids := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		ids[i] = t.Encode(p)
+	}
+	cfg.Decode = t.Decode
+	if m.sampler == nil {
+		m.sampler = rollout.NewSampler(m.m)
+	}
+	b, err := m.sampler.Generate(L.Context(), ids, cfg)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return b
+}
+
+// model:generate(prompt(s) [, opts]) → text, or a list of texts for a list of prompts (n
+// samples each when n > 1: a list per prompt).
+func modelGenerate(L *lua.LState) int {
+	m := checkModel(L, 1)
+	single := L.Get(2).Type() == lua.LTString
+	prompts := promptsArg(L, 2)
+	o := optsArg(L, 3, "model:generate")
+	n := o.int("n", 1)
+	cfg := m.sampling(L, o, n)
+	o.done()
+	b := m.generate(L, prompts, cfg)
+	out := L.CreateTable(len(prompts), 0)
+	for i := range prompts {
+		if n == 1 {
+			out.Append(lua.LString(b.Completions[i].Text))
+			continue
+		}
+		group := L.CreateTable(n, 0)
+		for j := range n {
+			group.Append(lua.LString(b.Completions[i*n+j].Text))
+		}
+		out.Append(group)
+	}
+	if single {
+		L.Push(out.RawGetInt(1))
+	} else {
+		L.Push(out)
+	}
+	return 1
+}
+
+// model:rollout(prompts, opts) → batch: opts.group completions per prompt.
+func modelRollout(L *lua.LState) int {
+	m := checkModel(L, 1)
+	prompts := promptsArg(L, 2)
+	o := optsArg(L, 3, "model:rollout")
+	cfg := m.sampling(L, o, 8)
+	o.done()
+	b := m.generate(L, prompts, cfg)
+	L.Push(newUserData(L, batchType, &batch{b: b, prompts: prompts}))
+	return 1
+}
+
+// model:logprobs(prompt, completion [, {temperature=}]) → list of the completion tokens'
+// log-probabilities under the training forward (for health checks against a rollout).
+func modelLogprobs(L *lua.LState) int {
+	m := checkModel(L, 1)
+	prompt, completion := L.CheckString(2), L.CheckString(3)
+	o := optsArg(L, 4, "model:logprobs")
+	temp := o.num("temperature", 1)
+	o.done()
+	t := tokenizerOrRaise(L)
+	p, c := t.Encode(prompt), t.Encode(completion)
+	if len(p) == 0 || len(c) == 0 {
+		L.ArgError(2, "prompt and completion must both be non-empty")
+	}
+	var b gpt2.Batch
+	b.Add(append(append([]int32{}, p...), c...), len(p)-1)
+	var out gpt2.Output
+	if err := m.m.Forward(&b, float32(temp), false, &out); err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	res := L.CreateTable(len(out.LogP), 0)
+	for _, v := range out.LogP {
+		res.Append(lua.LNumber(v))
+	}
+	L.Push(res)
+	return 1
+}
+
+func humanCount(n int) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// rook.encode(text) → list of GPT-2 token ids (special tokens are never parsed from text).
+func luaEncode(L *lua.LState) int {
+	ids := tokenizerOrRaise(L).Encode(L.CheckString(1))
+	t := L.CreateTable(len(ids), 0)
+	for _, id := range ids {
+		t.Append(lua.LNumber(id))
+	}
+	L.Push(t)
+	return 1
+}
+
+// rook.decode(ids) → text; nil, err for an id outside the vocabulary.
+func luaDecode(L *lua.LState) int {
+	t := L.CheckTable(1)
+	ids := make([]int32, t.Len())
+	for i := range ids {
+		v, ok := t.RawGetInt(i + 1).(lua.LNumber)
+		if !ok {
+			L.ArgError(1, fmt.Sprintf("element %d is not a number", i+1))
+		}
+		ids[i] = int32(v)
+	}
+	s, err := tokenizerOrRaise(L).DecodeErr(ids)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(lua.LString(s))
+	return 1
+}

@@ -1,0 +1,93 @@
+local check = require("check")
+local rook = require("rook")
+
+local T = {}
+
+function T.test_config_defaults_and_types()
+  local cfg = rook.config{ steps = 10, lr = 1e-5, name = "run", adam = { beta1 = 0.9 }, betas = { 0.9, 0.95 } }
+  check.eq(cfg.steps, 10)
+  check.eq(cfg.adam.beta1, 0.9)
+  check.eq(#cfg.betas, 2)
+  check.errors(function() rook.config(5) end, "bad argument #1")
+end
+
+function T.test_load_errors_are_values()
+  local m, err = rook.load("no/such/model")
+  check.eq(m, nil)
+  check.truthy(string.find(err, "model not found: no/such/model", 1, true), "message names the path")
+  check.errors(function() rook.load("random:tiny", { devise = "cpu" }) end, 'unknown option "devise"')
+  local _, derr = rook.load("random:tiny", { device = "tpu" })
+  check.truthy(string.find(derr, "unknown device", 1, true), "unknown device")
+end
+
+function T.test_model_generate_rollout_step()
+  local policy = rook.load("random:tiny")
+  check.truthy(policy.random, "random model is marked")
+  local ref = policy:reference()
+  check.truthy(ref.frozen, "reference is frozen")
+  check.eq(ref:hash(), policy:hash(), "reference equals the policy it was taken from")
+  local text = policy:generate("e2e4 ", { max_new_tokens = 5, seed = 1 })
+  check.eq(type(text), "string")
+  check.eq(policy:generate("e2e4 ", { max_new_tokens = 5, seed = 1 }), text, "same seed, same text")
+
+  local opt = rook.adamw(policy, { lr = 1e-3, betas = { 0.9, 0.95 }, weight_decay = 0.01 })
+  local b = policy:rollout({ "a", { prompt = "b" } }, { group = 3, max_new_tokens = 4, seed = 7, temperature = 0.9 })
+  check.eq(#b, 6, "2 prompts × group 3")
+  check.eq(b.size, 6)
+  check.eq(b.group, 3)
+  check.eq(b[1].prompt, "a")
+  check.eq(b[4].prompt, "b")
+  check.errors(function() rook.grpo.step(policy, ref, opt, b) end, "rewards")
+  rook.reward.fn(b, function(prompt, text, c) return c.tokens end)
+  check.truthy(b.scored, "scored")
+  local m = rook.grpo.step(policy, ref, opt, b, { beta = 0.01, clip = 0.2 })
+  check.eq(m.finite, true, "finite")
+  check.eq(m.updates, 1, "one update")
+  check.truthy(m["ratio/first_max_abs_log"] < 1e-5, "ratio is 1 before the update")
+  check.truthy(math.abs(m["kl/first_max"]) < 1e-5, "KL is 0 before the update")
+  check.truthy(policy:hash() ~= ref:hash(), "policy moved, reference did not")
+  check.errors(function() rook.grpo.step(policy, ref, opt, b, { aggregation = "sum" }) end, 'aggregation "sum"')
+  check.errors(function() rook.grpo.step(policy, ref, opt, b, { klcoef = 1 }) end, 'unknown option "klcoef"')
+  check.errors(function() rook.grpo.step(ref, nil, opt, b) end, "another model")
+end
+
+function T.test_nan_gradient_is_skipped()
+  local policy = rook.load("random:tiny")
+  local opt = rook.adamw(policy, { lr = 1e-2 })
+  local b = policy:rollout({ "x" }, { group = 4, max_new_tokens = 3, seed = 3 })
+  b:set_rewards({ 1, 0, 0.5, 0.25 })
+  local before = policy:hash()
+  policy:inject_nan()
+  local m = rook.grpo.step(policy, nil, opt, b)
+  check.eq(m.finite, false, "non-finite step reported")
+  check.eq(m.skipped, 1, "update skipped")
+  check.eq(policy:hash(), before, "weights untouched")
+  m = rook.grpo.step(policy, nil, opt, b)
+  check.eq(m.finite, true, "next step runs")
+end
+
+function T.test_reference_sync_is_explicit()
+  local policy = rook.load("random:tiny")
+  local ref = policy:reference()
+  local opt = rook.adamw(policy, { lr = 1e-2 })
+  local b = policy:rollout({ "x" }, { group = 4, max_new_tokens = 3, seed = 3 })
+  b:set_rewards({ 1, 0, 0.5, 0.25 })
+  rook.grpo.step(policy, ref, opt, b)
+  local h = ref:hash()
+  check.truthy(h ~= policy:hash(), "reference unchanged by training")
+  check.eq(ref:sync(policy, 1), policy:hash(), "sync copies the policy")
+  check.errors(function() policy:sync(ref) end, "sync is for references")
+end
+
+function T.test_tokenizer()
+  local ids = rook.encode("Hello world")
+  check.eq(ids[1], 15496)
+  check.eq(ids[2], 995)
+  check.eq(rook.decode(ids), "Hello world")
+  check.eq(rook.eot, 50256)
+  local s, err = rook.decode({ 99999 })
+  check.eq(s, nil)
+  check.truthy(err, "bad id is an error value")
+end
+
+return T
