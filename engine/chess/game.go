@@ -1,0 +1,220 @@
+package chess
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Termination names why a game is over; the empty string means it is not.
+type Termination string
+
+// The automatic game-over rules of python-chess's Board.outcome() (no claims).
+const (
+	NotOver              Termination = ""
+	Checkmate            Termination = "checkmate"
+	Stalemate            Termination = "stalemate"
+	InsufficientMaterial Termination = "insufficient_material"
+	SeventyFiveMoves     Termination = "seventyfive_moves"
+	FivefoldRepetition   Termination = "fivefold_repetition"
+)
+
+// Outcome of a position or game. Winner is White, Black, or "" for a draw or
+// a game still in progress.
+type Outcome struct {
+	Termination Termination `json:"termination"`
+	Winner      string      `json:"winner,omitempty"`
+}
+
+// Over reports whether the game has ended.
+func (o Outcome) Over() bool { return o.Termination != NotOver }
+
+// Outcome applies every rule that needs no history, in python-chess's order:
+// checkmate, insufficient material, stalemate, the 75-move rule. Fivefold
+// repetition needs the game's history; see Game.Outcome.
+func (p *Position) Outcome() Outcome {
+	if p.inCheck && len(p.uci) == 0 {
+		if p.white {
+			return Outcome{Checkmate, Black}
+		}
+		return Outcome{Checkmate, White}
+	}
+	if p.insufficientMaterial() {
+		return Outcome{Termination: InsufficientMaterial}
+	}
+	if len(p.uci) == 0 {
+		return Outcome{Termination: Stalemate}
+	}
+	if p.half >= 150 {
+		return Outcome{Termination: SeventyFiveMoves}
+	}
+	return Outcome{}
+}
+
+// Game is a position with the history needed for repetition detection.
+type Game struct {
+	positions    []*Position
+	moves        []string
+	irreversible []bool // irreversible[i] is true when moves[i] was irreversible
+}
+
+// NewGame starts a game from a FEN (StartFEN for the standard start).
+func NewGame(fen string) (*Game, error) {
+	p, err := ParseFEN(fen)
+	if err != nil {
+		return nil, err
+	}
+	return &Game{positions: []*Position{p}}, nil
+}
+
+// ReplayGame starts from fen and plays the UCI moves; the error names the ply.
+func ReplayGame(fen string, moves []string) (*Game, error) {
+	g, err := NewGame(fen)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range moves {
+		if err := g.Push(m); err != nil {
+			return nil, fmt.Errorf("ply %d: %w", i+1, err)
+		}
+	}
+	return g, nil
+}
+
+// Position is the current position.
+func (g *Game) Position() *Position { return g.positions[len(g.positions)-1] }
+
+// Moves returns the UCI moves played so far.
+func (g *Game) Moves() []string { return append([]string(nil), g.moves...) }
+
+// StartFEN is the FEN the game started from.
+func (g *Game) StartFEN() string { return g.positions[0].FEN() }
+
+// Ply is the number of moves played.
+func (g *Game) Ply() int { return len(g.moves) }
+
+// Push plays a legal move; the game is unchanged on error.
+func (g *Game) Push(uci string) error {
+	p := g.Position()
+	next, err := p.Play(uci)
+	if err != nil {
+		return err
+	}
+	g.irreversible = append(g.irreversible, p.isIrreversible(uci, next))
+	g.positions = append(g.positions, next)
+	g.moves = append(g.moves, uci)
+	return nil
+}
+
+// Clone returns an independent copy (positions are immutable and shared).
+func (g *Game) Clone() *Game {
+	return &Game{
+		positions:    append([]*Position(nil), g.positions...),
+		moves:        append([]string(nil), g.moves...),
+		irreversible: append([]bool(nil), g.irreversible...),
+	}
+}
+
+// Outcome is Position().Outcome() plus fivefold repetition.
+func (g *Game) Outcome() Outcome {
+	if o := g.Position().Outcome(); o.Over() {
+		return o
+	}
+	if g.repetitions() >= 5 {
+		return Outcome{Termination: FivefoldRepetition}
+	}
+	return Outcome{}
+}
+
+// repetitions counts occurrences of the current position, walking back like
+// python-chess's is_repetition: stop at the first irreversible move.
+func (g *Game) repetitions() int {
+	key := g.Position().transpositionKey()
+	n := 1
+	for i := len(g.moves) - 1; i >= 0; i-- {
+		if g.irreversible[i] {
+			break
+		}
+		if g.positions[i].transpositionKey() == key {
+			n++
+		}
+	}
+	return n
+}
+
+// Environment rewards, exactly the values of the public RookWorld data.
+const (
+	RewardLegal   = 0.001
+	RewardWin     = 1.0
+	RewardDraw    = 0.5
+	RewardIllegal = -1.0
+)
+
+// EnvResult is the environment task's answer to (position, move).
+type EnvResult struct {
+	PrevFEN     string      `json:"prev_fen"`
+	Move        string      `json:"move"`
+	NewFEN      string      `json:"new_fen"`
+	Reward      float64     `json:"reward"`
+	Terminated  bool        `json:"terminated"`
+	Truncated   bool        `json:"truncated"`
+	Legal       bool        `json:"legal"`
+	Termination Termination `json:"termination,omitempty"`
+}
+
+// Completion renders the A: target: new_fen+reward+terminated+truncated.
+func (r EnvResult) Completion() string {
+	return fmt.Sprintf("%s+%s+%s+%s", r.NewFEN, FormatReward(r.Reward), flag(r.Terminated), flag(r.Truncated))
+}
+
+// Step is the environment transition on the game: a legal move is played and
+// judged; an illegal or malformed one leaves the game unchanged and yields
+// reward -1.0, truncated=1, and terminated = whether the unchanged position is
+// already over.
+func (g *Game) Step(uci string) EnvResult {
+	prev := g.Position()
+	r := EnvResult{PrevFEN: prev.FEN(), Move: uci}
+	if err := g.Push(uci); err != nil {
+		r.NewFEN = r.PrevFEN
+		r.Reward = RewardIllegal
+		r.Truncated = true
+		o := g.Outcome()
+		r.Terminated, r.Termination = o.Over(), o.Termination
+		return r
+	}
+	r.Legal = true
+	r.NewFEN = g.Position().FEN()
+	o := g.Outcome()
+	r.Terminated, r.Termination = o.Over(), o.Termination
+	switch {
+	case !o.Over():
+		r.Reward = RewardLegal
+	case o.Winner != "":
+		r.Reward = RewardWin // only the mover can have just won
+	default:
+		r.Reward = RewardDraw
+	}
+	return r
+}
+
+// EnvStep judges a move from a bare FEN (no history, so fivefold repetition
+// cannot be seen). The error is only for an invalid FEN; illegal moves are
+// part of the result.
+func EnvStep(fen, uci string) (EnvResult, error) {
+	g, err := NewGame(fen)
+	if err != nil {
+		return EnvResult{}, err
+	}
+	return g.Step(uci), nil
+}
+
+// IsMoveError reports whether err is a malformed or illegal move error.
+func IsMoveError(err error) bool {
+	return errors.Is(err, ErrMalformedMove) || errors.Is(err, ErrIllegalMove)
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,604 @@
+package chess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrPoolClosed is returned by a Pool after Close.
+var ErrPoolClosed = errors.New("stockfish: pool closed")
+
+// EngineConfig configures a Pool. Zero fields take the defaults noted.
+type EngineConfig struct {
+	Path      string        `json:"path"`       // engine binary; DefaultEnginePath
+	Workers   int           `json:"workers"`    // engine processes; 1
+	Depth     int           `json:"depth"`      // fixed search depth; 10
+	MultiPV   int           `json:"multipv"`    // lines per position; 5
+	Threads   int           `json:"threads"`    // threads per engine; 1 (more breaks determinism)
+	HashMB    int           `json:"hash_mb"`    // hash per engine; 16
+	Timeout   time.Duration `json:"timeout"`    // per search attempt; 30s (start-up gets at least 10s)
+	Retries   int           `json:"retries"`    // extra attempts after a crash or hang; 2 (-1: none)
+	CacheFile string        `json:"cache_file"` // optional JSONL cache that survives runs
+	CacheSize int           `json:"cache_size"` // in-memory entries kept; 0 = unlimited
+}
+
+func (c EngineConfig) withDefaults() (EngineConfig, error) {
+	set := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.Path == "" {
+		c.Path = DefaultEnginePath
+	}
+	set(&c.Workers, 1)
+	set(&c.Depth, 10)
+	set(&c.MultiPV, 5)
+	set(&c.Threads, 1)
+	set(&c.HashMB, 16)
+	set(&c.Retries, 2)
+	if c.Retries < 0 {
+		c.Retries = 0
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	for _, chk := range []struct {
+		name     string
+		v, lo, h int
+	}{
+		{"workers", c.Workers, 1, 256}, {"depth", c.Depth, 1, 100}, {"multipv", c.MultiPV, 1, 256},
+		{"threads", c.Threads, 1, 1024}, {"hash_mb", c.HashMB, 1, 1 << 20}, {"cache_size", c.CacheSize, 0, 1 << 40},
+	} {
+		if chk.v < chk.lo || chk.v > chk.h {
+			return c, fmt.Errorf("stockfish config: %s = %d, want %d..%d", chk.name, chk.v, chk.lo, chk.h)
+		}
+	}
+	if c.Timeout < 0 {
+		return c, fmt.Errorf("stockfish config: timeout = %v, want > 0", c.Timeout)
+	}
+	return c, nil
+}
+
+// startTimeout bounds an engine's start and handshake (loading its network
+// takes a moment), independently of a short per-search Timeout.
+func (c EngineConfig) startTimeout() time.Duration {
+	return max(c.Timeout, 10*time.Second)
+}
+
+// Line is one MultiPV line: the move, its score for the side to move, and the
+// principal variation it starts.
+type Line struct {
+	Move  string   `json:"move"`
+	Score Score    `json:"score"`
+	Depth int      `json:"depth"`
+	PV    []string `json:"pv,omitempty"`
+}
+
+// Analysis is Stockfish's view of a position, lines in MultiPV order (best
+// first). A position without legal moves is answered without the engine:
+// Terminal is then Checkmate or Stalemate and Lines is empty.
+type Analysis struct {
+	FEN      string      `json:"fen"`
+	Depth    int         `json:"depth"`
+	MultiPV  int         `json:"multipv"`
+	Engine   string      `json:"engine,omitempty"`
+	Lines    []Line      `json:"lines"`
+	Terminal Termination `json:"terminal,omitempty"`
+	Cached   bool        `json:"-"` // served from the cache
+}
+
+// Best is the engine's best move ("" for a terminal position).
+func (a *Analysis) Best() string {
+	if len(a.Lines) == 0 {
+		return ""
+	}
+	return a.Lines[0].Move
+}
+
+// Moves lists the line moves in MultiPV order.
+func (a *Analysis) Moves() []string {
+	out := make([]string, len(a.Lines))
+	for i, l := range a.Lines {
+		out[i] = l.Move
+	}
+	return out
+}
+
+// Evals lists the line scores in pawns (E: units) in MultiPV order.
+func (a *Analysis) Evals() []float64 {
+	out := make([]float64, len(a.Lines))
+	for i, l := range a.Lines {
+		out[i] = l.Score.Pawns()
+	}
+	return out
+}
+
+// Rank is the 1-based MultiPV rank of move, 0 when it is not among the lines.
+func (a *Analysis) Rank(move string) int {
+	for i, l := range a.Lines {
+		if l.Move == move {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Score is the position's evaluation for the side to move.
+func (a *Analysis) Score() Score {
+	switch {
+	case a.Terminal == Checkmate:
+		return Score{Mate: true, Value: 0}
+	case len(a.Lines) == 0:
+		return Score{}
+	}
+	return a.Lines[0].Score
+}
+
+func (a *Analysis) clone() *Analysis {
+	c := *a
+	c.Lines = make([]Line, len(a.Lines))
+	for i, l := range a.Lines {
+		l.PV = append([]string(nil), l.PV...)
+		c.Lines[i] = l
+	}
+	return &c
+}
+
+// Request asks for one analysis; zero Depth or MultiPV take the pool's values.
+type Request struct {
+	FEN     string `json:"fen"`
+	Depth   int    `json:"depth"`
+	MultiPV int    `json:"multipv"`
+}
+
+// PoolStats counts what a pool has done.
+type PoolStats struct {
+	Requests    int64  `json:"requests"`     // Analyse calls
+	CacheHits   int64  `json:"cache_hits"`   // answered from the cache
+	Shared      int64  `json:"shared"`       // joined an identical search in flight
+	Terminal    int64  `json:"terminal"`     // answered without the engine
+	Searches    int64  `json:"searches"`     // completed engine searches
+	Restarts    int64  `json:"restarts"`     // engines killed and replaced
+	Failures    int64  `json:"failures"`     // requests that gave up
+	CacheLoaded int64  `json:"cache_loaded"` // entries read from CacheFile
+	CacheError  string `json:"cache_error,omitempty"`
+}
+
+// WorkerInfo describes one engine worker.
+type WorkerInfo struct {
+	ID       int  `json:"id"`
+	PID      int  `json:"pid"` // 0 while no process is running
+	Busy     bool `json:"busy"`
+	Restarts int  `json:"restarts"`
+}
+
+// Pool runs Stockfish processes and answers analysis requests concurrently:
+// each worker owns one process; identical requests in flight share one
+// search; results are cached by FEN, depth and MultiPV. A crashed or hung
+// engine is killed, restarted, and the position retried up to Retries times.
+type Pool struct {
+	cfg     EngineConfig
+	engine  string
+	jobs    chan *job
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	workers []*worker
+	cache   *cache
+	closed  atomic.Bool
+
+	mu       sync.Mutex
+	inflight map[string]*call
+
+	requests, hits, shared, terminal, searches, restarts, failures atomic.Int64
+}
+
+type job struct {
+	ctx     context.Context
+	pos     *Position
+	depth   int
+	multipv int
+	reply   chan jobResult
+}
+
+type jobResult struct {
+	lines []Line
+	err   error
+}
+
+type call struct {
+	done chan struct{}
+	a    *Analysis
+	err  error
+}
+
+type worker struct {
+	id       int
+	mu       sync.Mutex
+	eng      *engineProc
+	busy     bool
+	restarts int
+}
+
+// NewPool starts cfg.Workers engines (a missing binary is an error naming the
+// path) and loads the cache file if one is configured. ctx bounds start-up
+// only; the pool lives until Close.
+func NewPool(ctx context.Context, cfg EngineConfig) (*Pool, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{cfg: cfg, jobs: make(chan *job), inflight: map[string]*call{}}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	startCtx, cancel := context.WithTimeout(ctx, cfg.startTimeout())
+	defer cancel()
+	engines := make([]*engineProc, cfg.Workers)
+	errs := make([]error, cfg.Workers)
+	var wg sync.WaitGroup
+	for i := range engines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			engines[i], errs[i] = startEngine(startCtx, cfg)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, e := range engines {
+			if e != nil {
+				e.kill()
+			}
+		}
+		p.cancel()
+		return nil, err
+	}
+	p.engine = engines[0].name
+	p.cache, err = openCache(cfg.CacheFile, p.engine, cfg.CacheSize)
+	if err != nil {
+		for _, e := range engines {
+			e.kill()
+		}
+		p.cancel()
+		return nil, err
+	}
+	for i, e := range engines {
+		w := &worker{id: i, eng: e}
+		p.workers = append(p.workers, w)
+		p.wg.Add(1)
+		go p.serve(w)
+	}
+	return p, nil
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (p *Pool) Config() EngineConfig { return p.cfg }
+
+// Engine is the engine's "id name", e.g. "Stockfish 15.1".
+func (p *Pool) Engine() string { return p.engine }
+
+// Analyse searches fen at the pool's depth and MultiPV.
+func (p *Pool) Analyse(ctx context.Context, fen string) (*Analysis, error) {
+	return p.AnalyseWith(ctx, Request{FEN: fen})
+}
+
+// AnalyseWith answers one request. The returned Analysis is the caller's own
+// copy.
+func (p *Pool) AnalyseWith(ctx context.Context, r Request) (*Analysis, error) {
+	if p.closed.Load() {
+		return nil, ErrPoolClosed
+	}
+	p.requests.Add(1)
+	pos, err := ParseFEN(r.FEN)
+	if err != nil {
+		return nil, fmt.Errorf("stockfish: %w", err)
+	}
+	depth, multipv := r.Depth, r.MultiPV
+	if depth == 0 {
+		depth = p.cfg.Depth
+	}
+	if multipv == 0 {
+		multipv = p.cfg.MultiPV
+	}
+	if depth < 1 || depth > 100 || multipv < 1 || multipv > 256 {
+		return nil, fmt.Errorf("stockfish: request depth %d, multipv %d out of range", depth, multipv)
+	}
+	fen := pos.FEN()
+	if err := pos.Valid(); err != nil {
+		// An engine may crash on such a position; refuse it up front.
+		return nil, fmt.Errorf("stockfish: %s: %w", fen, err)
+	}
+	if pos.NumLegalMoves() == 0 {
+		p.terminal.Add(1)
+		return &Analysis{FEN: fen, Depth: depth, MultiPV: multipv, Engine: p.engine,
+			Lines: []Line{}, Terminal: pos.Outcome().Termination}, nil
+	}
+	key := cacheKey(fen, depth, multipv)
+	for {
+		// Checked under mu: a leader caches its result before it leaves
+		// inflight, so a request never misses both and searches twice.
+		p.mu.Lock()
+		if a := p.cache.get(key); a != nil {
+			p.mu.Unlock()
+			p.hits.Add(1)
+			a.Cached = true
+			return a, nil
+		}
+		if c := p.inflight[key]; c != nil {
+			p.mu.Unlock()
+			p.shared.Add(1)
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if c.err != nil && isContextErr(c.err) && ctx.Err() == nil {
+				continue // the leader gave up, not us: try again
+			}
+			if c.err != nil {
+				return nil, c.err
+			}
+			return c.a.clone(), nil
+		}
+		c := &call{done: make(chan struct{})}
+		p.inflight[key] = c
+		p.mu.Unlock()
+
+		lines, err := p.submit(ctx, pos, depth, multipv)
+		if err == nil {
+			c.a = &Analysis{FEN: fen, Depth: depth, MultiPV: multipv, Engine: p.engine, Lines: lines}
+			p.cache.put(key, c.a)
+		}
+		c.err = err
+		p.mu.Lock()
+		delete(p.inflight, key)
+		p.mu.Unlock()
+		close(c.done)
+		if err != nil {
+			return nil, err
+		}
+		return c.a.clone(), nil
+	}
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func (p *Pool) submit(ctx context.Context, pos *Position, depth, multipv int) ([]Line, error) {
+	j := &job{ctx: ctx, pos: pos, depth: depth, multipv: multipv, reply: make(chan jobResult, 1)}
+	select {
+	case p.jobs <- j:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.ctx.Done():
+		return nil, ErrPoolClosed
+	}
+	select {
+	case r := <-j.reply:
+		return r.lines, r.err
+	case <-p.ctx.Done():
+		return nil, ErrPoolClosed
+	}
+}
+
+// AnalyseBatch answers all requests in parallel. The slice always has one
+// entry per request (nil where it failed); the error joins every failure,
+// each naming its index and FEN.
+func (p *Pool) AnalyseBatch(ctx context.Context, reqs []Request) ([]*Analysis, error) {
+	out := make([]*Analysis, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := p.AnalyseWith(ctx, r)
+			if err != nil {
+				errs[i] = fmt.Errorf("request %d (%s): %w", i, r.FEN, err)
+			}
+			out[i] = a
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// MoveScores evaluates each legal move of moves for the side to move in fen,
+// in pawn-convertible Scores. Moves among the root's MultiPV lines take that
+// line's score; any other legal move is scored by searching the position after
+// it one ply shallower (MultiPV 1) and flipping the result. Illegal or
+// malformed moves are left out of the map. depth 0 means the pool's depth.
+func (p *Pool) MoveScores(ctx context.Context, fen string, depth int, moves []string) (map[string]Score, *Analysis, error) {
+	root, err := p.AnalyseWith(ctx, Request{FEN: fen, Depth: depth})
+	if err != nil {
+		return nil, nil, err
+	}
+	pos, err := ParseFEN(fen)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]Score{}
+	var pending []string
+	for _, m := range moves {
+		if _, seen := out[m]; seen || !pos.IsLegal(m) {
+			continue
+		}
+		if r := root.Rank(m); r > 0 {
+			out[m] = root.Lines[r-1].Score
+			continue
+		}
+		out[m] = Score{} // filled in below
+		pending = append(pending, m)
+	}
+	scores := make([]Score, len(pending))
+	errs := make([]error, len(pending))
+	var wg sync.WaitGroup
+	for i, m := range pending {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			child, _ := pos.Play(m)
+			switch child.Outcome().Termination {
+			case Checkmate:
+				scores[i] = Score{Mate: true, Value: 1}
+			case Stalemate:
+				scores[i] = Score{}
+			default:
+				a, err := p.AnalyseWith(ctx, Request{FEN: child.FEN(), Depth: max(root.Depth-1, 1), MultiPV: 1})
+				if err != nil {
+					errs[i] = fmt.Errorf("move %s: %w", m, err)
+					return
+				}
+				scores[i] = parentScore(a.Score())
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	for i, m := range pending {
+		out[m] = scores[i]
+	}
+	return out, root, nil
+}
+
+// serve is a worker's loop.
+func (p *Pool) serve(w *worker) {
+	defer p.wg.Done()
+	defer w.killEngine(false)
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case j := <-p.jobs:
+			w.setBusy(true)
+			lines, err := p.run(w, j)
+			w.setBusy(false)
+			if err != nil {
+				p.failures.Add(1)
+			} else {
+				p.searches.Add(1)
+			}
+			j.reply <- jobResult{lines, err}
+		}
+	}
+}
+
+// run performs one job with restarts and bounded retries.
+func (p *Pool) run(w *worker, j *job) ([]Line, error) {
+	var lastErr error
+	attempts := p.cfg.Retries + 1
+	for a := 0; a < attempts; a++ {
+		if err := j.ctx.Err(); err != nil {
+			return nil, err
+		}
+		eng, err := w.engine(p)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		ctx, cancel := context.WithTimeout(j.ctx, p.cfg.Timeout)
+		stop := context.AfterFunc(p.ctx, cancel)
+		lines, err := eng.analyse(ctx, j.pos, j.depth, j.multipv)
+		stop()
+		cancel()
+		if err == nil {
+			return lines, nil
+		}
+		// The engine is in an unknown state (dead, hung, or mid-search for a
+		// caller that left): replace it.
+		w.killEngine(true)
+		p.restarts.Add(1)
+		if p.ctx.Err() != nil {
+			return nil, ErrPoolClosed
+		}
+		if err := j.ctx.Err(); err != nil {
+			return nil, err
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("stockfish: %s depth %d: gave up after %d attempts: %w", j.pos.FEN(), j.depth, attempts, lastErr)
+}
+
+func (w *worker) engine(p *Pool) (*engineProc, error) {
+	w.mu.Lock()
+	e := w.eng
+	w.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.startTimeout())
+	defer cancel()
+	e, err := startEngine(ctx, p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.eng = e
+	w.mu.Unlock()
+	return e, nil
+}
+
+// killEngine stops the worker's process; restart counts it as a replacement.
+func (w *worker) killEngine(restart bool) {
+	w.mu.Lock()
+	e := w.eng
+	if e != nil {
+		w.eng = nil
+		if restart {
+			w.restarts++
+		}
+	}
+	w.mu.Unlock()
+	if e != nil {
+		e.kill()
+	}
+}
+
+func (w *worker) setBusy(b bool) {
+	w.mu.Lock()
+	w.busy = b
+	w.mu.Unlock()
+}
+
+// Workers reports each worker's process and state.
+func (p *Pool) Workers() []WorkerInfo {
+	out := make([]WorkerInfo, len(p.workers))
+	for i, w := range p.workers {
+		w.mu.Lock()
+		out[i] = WorkerInfo{ID: w.id, Busy: w.busy, Restarts: w.restarts}
+		if w.eng != nil {
+			out[i].PID = w.eng.pid()
+		}
+		w.mu.Unlock()
+	}
+	return out
+}
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() PoolStats {
+	s := PoolStats{
+		Requests: p.requests.Load(), CacheHits: p.hits.Load(), Shared: p.shared.Load(),
+		Terminal: p.terminal.Load(), Searches: p.searches.Load(), Restarts: p.restarts.Load(),
+		Failures: p.failures.Load(),
+	}
+	s.CacheLoaded, s.CacheError = p.cache.status()
+	return s
+}
+
+// Close kills every engine process and closes the cache file. Requests in
+// flight fail with ErrPoolClosed. Close is idempotent.
+func (p *Pool) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	p.cancel()
+	p.wg.Wait()
+	return p.cache.close()
+}

@@ -1,0 +1,473 @@
+package chess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+)
+
+// PolicyWeights weight the policy components in the total.
+type PolicyWeights struct {
+	Format     float64 `json:"format"`
+	MovesLegal float64 `json:"moves_legal"`
+	BestRank   float64 `json:"best_rank"`
+	Candidates float64 `json:"candidates"`
+	Eval       float64 `json:"eval"`
+}
+
+// EnvWeights weight the environment components in the total.
+type EnvWeights struct {
+	Format      float64 `json:"format"`
+	FEN         float64 `json:"fen"` // fen_exact, or fen_similarity with FENPartial
+	Flags       float64 `json:"flags"`
+	RewardField float64 `json:"reward_field"`
+}
+
+// Shaping maps the weighted mean t ∈ [0,1] of a well-formed answer.
+const (
+	ShapeLinear   = "linear"   // t
+	ShapeCentered = "centered" // 2t − 1
+	ShapeStrict   = "strict"   // 1 if every weighted component is 1, else 0
+)
+
+// RewardConfig holds everything a recipe may tune. DefaultRewardConfig gives
+// the values documented in doc.go.
+type RewardConfig struct {
+	Policy         PolicyWeights `json:"policy"`
+	Env            EnvWeights    `json:"env"`
+	MalformedFloor float64       `json:"malformed_floor"` // total for an answer that does not parse
+	IllegalFloor   float64       `json:"illegal_floor"`   // total for a policy answer whose B: is illegal
+	RankCredit     []float64     `json:"rank_credit"`     // best_rank credit for MultiPV rank 1, 2, …
+	LegalCredit    float64       `json:"legal_credit"`    // best_rank credit for a legal move outside the lines
+	EvalClip       float64       `json:"eval_clip"`       // pawns; |E − Stockfish| beyond this scores 0
+	FENPartial     bool          `json:"fen_partial"`     // FEN credit by similarity instead of exact match
+	Shaping        string        `json:"shaping"`         // ShapeLinear (default), ShapeCentered, ShapeStrict
+	TruncatedFloor bool          `json:"truncated_floor"` // answers cut by max_new_tokens get MalformedFloor
+	Depth          int           `json:"depth"`           // search depth; 0 = the pool's
+}
+
+// DefaultRewardConfig returns the defaults: weights summing to one, malformed
+// floor −0.3 (−1.0 drove NaNs in earlier systems), illegal floor −0.1, rank
+// credit 1.0 / 0.7 / 0.7 / 0.5 / 0.5, legal credit 0.1, eval clip 2 pawns,
+// exact FEN credit, linear shaping, truncated answers floored.
+func DefaultRewardConfig() RewardConfig {
+	return RewardConfig{
+		Policy:         PolicyWeights{Format: 0.05, MovesLegal: 0.1, BestRank: 0.45, Candidates: 0.2, Eval: 0.2},
+		Env:            EnvWeights{Format: 0.1, FEN: 0.6, Flags: 0.15, RewardField: 0.15},
+		MalformedFloor: -0.3,
+		IllegalFloor:   -0.1,
+		RankCredit:     []float64{1.0, 0.7, 0.7, 0.5, 0.5},
+		LegalCredit:    0.1,
+		EvalClip:       2.0,
+		Shaping:        ShapeLinear,
+		TruncatedFloor: true,
+	}
+}
+
+// Validate checks the config; errors name the field.
+func (c RewardConfig) Validate() error {
+	var errs []error
+	check := func(name string, v float64, lo, hi float64) {
+		if math.IsNaN(v) || v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("reward config: %s = %v, want %v..%v", name, v, lo, hi))
+		}
+	}
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{
+		{"policy.format", c.Policy.Format}, {"policy.moves_legal", c.Policy.MovesLegal},
+		{"policy.best_rank", c.Policy.BestRank}, {"policy.candidates", c.Policy.Candidates},
+		{"policy.eval", c.Policy.Eval}, {"env.format", c.Env.Format}, {"env.fen", c.Env.FEN},
+		{"env.flags", c.Env.Flags}, {"env.reward_field", c.Env.RewardField},
+	} {
+		check(w.name, w.v, 0, math.MaxFloat64)
+	}
+	if c.Policy.Format+c.Policy.MovesLegal+c.Policy.BestRank+c.Policy.Candidates+c.Policy.Eval == 0 {
+		errs = append(errs, errors.New("reward config: policy weights are all zero"))
+	}
+	if c.Env.Format+c.Env.FEN+c.Env.Flags+c.Env.RewardField == 0 {
+		errs = append(errs, errors.New("reward config: env weights are all zero"))
+	}
+	check("malformed_floor", c.MalformedFloor, -10, 10)
+	check("illegal_floor", c.IllegalFloor, -10, 10)
+	check("legal_credit", c.LegalCredit, 0, 1)
+	for i, v := range c.RankCredit {
+		check(fmt.Sprintf("rank_credit[%d]", i), v, 0, 1)
+	}
+	if !(c.EvalClip > 0) {
+		errs = append(errs, fmt.Errorf("reward config: eval_clip = %v, want > 0", c.EvalClip))
+	}
+	switch c.Shaping {
+	case "", ShapeLinear, ShapeCentered, ShapeStrict:
+	default:
+		errs = append(errs, fmt.Errorf("reward config: shaping = %q, want %q, %q or %q", c.Shaping, ShapeLinear, ShapeCentered, ShapeStrict))
+	}
+	if c.Depth < 0 || c.Depth > 100 {
+		errs = append(errs, fmt.Errorf("reward config: depth = %d, want 0..100", c.Depth))
+	}
+	return errors.Join(errs...)
+}
+
+// Components are the reward components, each in [0,1]. Policy answers use the
+// first six, environment answers Format and the last four.
+type Components struct {
+	Format        float64 `json:"format"`
+	MovesLegal    float64 `json:"moves_legal"`
+	BestLegal     float64 `json:"best_legal"`
+	BestRank      float64 `json:"best_rank"`
+	Candidates    float64 `json:"candidates"`
+	Eval          float64 `json:"eval"`
+	FENExact      float64 `json:"fen_exact"`
+	FENSimilarity float64 `json:"fen_similarity"`
+	Flags         float64 `json:"flags"`
+	RewardField   float64 `json:"reward_field"`
+}
+
+// Component names per task, in a fixed order.
+var (
+	PolicyComponentNames = []string{"format", "moves_legal", "best_legal", "best_rank", "candidates", "eval"}
+	EnvComponentNames    = []string{"format", "fen_exact", "fen_similarity", "flags", "reward_field"}
+)
+
+// Map returns the task's components by name.
+func (c Components) Map(task Task) map[string]float64 {
+	if task == TaskEnv {
+		return map[string]float64{"format": c.Format, "fen_exact": c.FENExact,
+			"fen_similarity": c.FENSimilarity, "flags": c.Flags, "reward_field": c.RewardField}
+	}
+	return map[string]float64{"format": c.Format, "moves_legal": c.MovesLegal, "best_legal": c.BestLegal,
+		"best_rank": c.BestRank, "candidates": c.Candidates, "eval": c.Eval}
+}
+
+// Result is the scored answer to one prompt.
+type Result struct {
+	Task       Task       `json:"task"`
+	Total      float64    `json:"total"`
+	Components Components `json:"components"`
+	Malformed  bool       `json:"malformed"`
+	Illegal    bool       `json:"illegal"` // policy: B: is not a legal move
+	Truncated  bool       `json:"truncated"`
+	Problems   []string   `json:"problems,omitempty"`
+	// Policy: what the answer was judged against.
+	EngineBest  string   `json:"engine_best,omitempty"`
+	EngineMoves []string `json:"engine_moves,omitempty"`
+	Detail      Detail   `json:"detail"`
+	// Env: the expected completion.
+	Expected string `json:"expected,omitempty"`
+	// Error is set when the answer could not be scored (bad prompt, engine
+	// failure); Total is then 0 and the batch call returns an error too.
+	Error string `json:"error,omitempty"`
+}
+
+// Detail carries the counts the evaluation metrics need.
+type Detail struct {
+	Candidates    int  `json:"candidates"`     // distinct M: moves
+	LegalDistinct int  `json:"legal_distinct"` // distinct legal M: moves
+	LegalInPos    int  `json:"legal_in_pos"`   // legal moves in the position
+	TopOverlap    int  `json:"top_overlap"`    // distinct M: moves among the engine's lines
+	TopCount      int  `json:"top_count"`      // engine lines (min(MultiPV, legal moves))
+	BestIsTop     bool `json:"best_is_top"`    // B: equals the engine's best move
+	FlagsBoth     bool `json:"flags_both"`     // env: both flags right
+}
+
+// Input is one (prompt, completion) pair. Truncated marks a completion cut by
+// max_new_tokens rather than ended by the stop token.
+type Input struct {
+	Prompt     string `json:"prompt"`
+	Completion string `json:"completion"`
+	Truncated  bool   `json:"truncated"`
+}
+
+// Scorer computes rewards. Policy answers need the pool; environment answers
+// are judged by the rules alone. A Scorer is safe for concurrent use.
+type Scorer struct {
+	pool *Pool
+	cfg  RewardConfig
+}
+
+// NewScorer validates cfg. pool may be nil when only A: prompts are scored.
+func NewScorer(pool *Pool, cfg RewardConfig) (*Scorer, error) {
+	if cfg.Shaping == "" {
+		cfg.Shaping = ShapeLinear
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.RankCredit = append([]float64(nil), cfg.RankCredit...)
+	return &Scorer{pool: pool, cfg: cfg}, nil
+}
+
+// Config returns the scorer's configuration.
+func (s *Scorer) Config() RewardConfig { return s.cfg }
+
+// Score scores one answer; the task comes from the prompt's prefix.
+func (s *Scorer) Score(ctx context.Context, in Input) (Result, error) {
+	task, err := DetectTask(in.Prompt)
+	if err != nil {
+		return Result{Error: err.Error()}, err
+	}
+	var r Result
+	if task == TaskEnv {
+		r, err = s.scoreEnv(in)
+	} else {
+		r, err = s.scorePolicy(ctx, in)
+	}
+	if err != nil {
+		return Result{Task: task, Error: err.Error()}, err
+	}
+	return r, nil
+}
+
+// ScoreBatch scores many answers, policy ones in parallel through the pool.
+// The result has one entry per input, in order; an empty batch gives an empty
+// result. The error joins the failures (each naming its index); failed entries
+// carry Error and Total 0.
+func (s *Scorer) ScoreBatch(ctx context.Context, ins []Input) ([]Result, error) {
+	out := make([]Result, len(ins))
+	errs := make([]error, len(ins))
+	limit := 8
+	if s.pool != nil {
+		limit = 4 * s.pool.cfg.Workers
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r, err := s.Score(ctx, in)
+			if err != nil {
+				errs[i] = fmt.Errorf("answer %d: %w", i, err)
+			}
+			out[i] = r
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// ScoreStrings is ScoreBatch for parallel prompt and completion lists.
+func (s *Scorer) ScoreStrings(ctx context.Context, prompts, completions []string) ([]Result, error) {
+	if len(prompts) != len(completions) {
+		return nil, fmt.Errorf("score: %d prompts but %d completions", len(prompts), len(completions))
+	}
+	ins := make([]Input, len(prompts))
+	for i := range prompts {
+		ins[i] = Input{Prompt: prompts[i], Completion: completions[i]}
+	}
+	return s.ScoreBatch(ctx, ins)
+}
+
+func (s *Scorer) scorePolicy(ctx context.Context, in Input) (Result, error) {
+	r := Result{Task: TaskPolicy, Truncated: in.Truncated}
+	if s.pool == nil {
+		return r, errors.New("policy rewards need a Stockfish pool")
+	}
+	fen, tail, err := PolicyPromptFields(in.Prompt)
+	if err != nil {
+		return r, err
+	}
+	pos, _ := ParseFEN(fen)
+	if pos.NumLegalMoves() == 0 {
+		return r, fmt.Errorf("policy prompt %s: no legal moves to choose from", pos.FEN())
+	}
+	out := ParsePolicyCompletion(tail + in.Completion)
+	r.Problems = out.Problems
+	c := &r.Components
+	c.Format = out.FormatScore()
+
+	// Engine: lines for the position and a score for every legal candidate.
+	toScore := []string{}
+	if out.EvalsOK {
+		toScore = out.Moves
+	}
+	scores, root, err := s.pool.MoveScores(ctx, fen, s.cfg.Depth, toScore)
+	if err != nil {
+		return r, err
+	}
+	r.EngineBest, r.EngineMoves = root.Best(), root.Moves()
+
+	d := &r.Detail
+	d.LegalInPos, d.TopCount = pos.NumLegalMoves(), len(root.Lines)
+	distinct := map[string]bool{}
+	legalTokens := 0
+	for _, m := range out.Moves {
+		legal := pos.IsLegal(m)
+		if legal {
+			legalTokens++
+		}
+		if distinct[m] {
+			continue
+		}
+		distinct[m] = true
+		d.Candidates++
+		if legal {
+			d.LegalDistinct++
+		}
+		if root.Rank(m) > 0 {
+			d.TopOverlap++
+		}
+	}
+	if len(out.Moves) > 0 {
+		c.MovesLegal = float64(legalTokens) / float64(len(out.Moves))
+	}
+	if d.TopCount > 0 {
+		c.Candidates = float64(d.TopOverlap) / float64(d.TopCount)
+	}
+	bestLegal := out.BestOK && pos.IsLegal(out.Best)
+	if bestLegal {
+		c.BestLegal = 1
+		c.BestRank = s.cfg.LegalCredit
+		if k := root.Rank(out.Best); k > 0 && k <= len(s.cfg.RankCredit) {
+			c.BestRank = s.cfg.RankCredit[k-1]
+		}
+		d.BestIsTop = out.Best == root.Best()
+	}
+	if out.MovesOK && out.EvalsOK {
+		var errSum float64
+		for i, m := range out.Moves {
+			e := 1.0 // an illegal candidate has no engine value: full error
+			if sc, ok := scores[m]; ok {
+				e = math.Min(math.Abs(out.Evals[i]-sc.Pawns()), s.cfg.EvalClip) / s.cfg.EvalClip
+			}
+			errSum += e
+		}
+		c.Eval = 1 - errSum/float64(len(out.Moves))
+	}
+
+	w := s.cfg.Policy
+	weighted := [][2]float64{{w.Format, c.Format}, {w.MovesLegal, c.MovesLegal},
+		{w.BestRank, c.BestRank}, {w.Candidates, c.Candidates}, {w.Eval, c.Eval}}
+	r.Malformed = !out.WellFormed() || (in.Truncated && s.cfg.TruncatedFloor)
+	r.Illegal = out.BestOK && !bestLegal
+	switch {
+	case r.Malformed:
+		r.Total = s.cfg.MalformedFloor
+	case r.Illegal:
+		r.Total = s.cfg.IllegalFloor
+	default:
+		r.Total = s.shape(weighted)
+	}
+	return r, nil
+}
+
+func (s *Scorer) scoreEnv(in Input) (Result, error) {
+	r := Result{Task: TaskEnv, Truncated: in.Truncated}
+	p, err := ParseEnvPrompt(in.Prompt)
+	if err != nil {
+		return r, err
+	}
+	want, err := EnvStep(p.FEN, p.Move)
+	if err != nil {
+		return r, err
+	}
+	r.Expected = want.Completion()
+	out := ParseEnvCompletion(in.Completion)
+	r.Problems = out.Problems
+	c := &r.Components
+	c.Format = out.FormatScore()
+	if out.FEN != "" {
+		if out.FEN == want.NewFEN {
+			c.FENExact = 1
+		}
+		c.FENSimilarity = Similarity(out.FEN, want.NewFEN)
+	}
+	term := out.TerminatedOK && out.Terminated == want.Terminated
+	trunc := out.TruncatedOK && out.Truncated == want.Truncated
+	c.Flags = (b2f(term) + b2f(trunc)) / 2
+	r.Detail.FlagsBoth = term && trunc
+	if out.RewardOK && math.Abs(out.Reward-want.Reward) < 1e-9 {
+		c.RewardField = 1
+	}
+	fen := c.FENExact
+	if s.cfg.FENPartial {
+		fen = c.FENSimilarity
+	}
+	w := s.cfg.Env
+	weighted := [][2]float64{{w.Format, c.Format}, {w.FEN, fen}, {w.Flags, c.Flags}, {w.RewardField, c.RewardField}}
+	r.Malformed = !out.WellFormed() || (in.Truncated && s.cfg.TruncatedFloor)
+	if r.Malformed {
+		r.Total = s.cfg.MalformedFloor
+	} else {
+		r.Total = s.shape(weighted)
+	}
+	return r, nil
+}
+
+// shape combines (weight, value) pairs into the total of a well-formed answer.
+func (s *Scorer) shape(wv [][2]float64) float64 {
+	var sum, wsum float64
+	perfect := true
+	for _, p := range wv {
+		sum += p[0] * p[1]
+		wsum += p[0]
+		if p[0] > 0 && p[1] < 1 {
+			perfect = false
+		}
+	}
+	t := sum / wsum
+	switch s.cfg.Shaping {
+	case ShapeCentered:
+		return 2*t - 1
+	case ShapeStrict:
+		return b2f(perfect)
+	}
+	return t
+}
+
+// Similarity is the normalised Levenshtein similarity 1 − d(a,b)/max(|a|,|b|)
+// over bytes; 1 for two empty strings.
+func Similarity(a, b string) float64 {
+	if a == b {
+		return 1
+	}
+	n := max(len(a), len(b))
+	return 1 - float64(levenshtein(a, b))/float64(n)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FormatComponents renders a result's components as "name=value" pairs in the
+// task's fixed order, for logs and examples.
+func FormatComponents(r Result) string {
+	names := PolicyComponentNames
+	if r.Task == TaskEnv {
+		names = EnvComponentNames
+	}
+	m := r.Components.Map(r.Task)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s=%.4g", n, m[n]))
+	}
+	return strings.Join(parts, " ")
+}

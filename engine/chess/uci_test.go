@@ -1,0 +1,78 @@
+package chess
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseInfo(t *testing.T) {
+	tests := []struct {
+		line string
+		want InfoLine
+		err  string
+	}{
+		{"info depth 10 seldepth 15 multipv 2 score cp -250 nodes 44279 nps 606561 hashfull 21 tbhits 0 time 73 pv a6c7 d5c6 b7c6",
+			InfoLine{Depth: 10, SelDepth: 15, MultiPV: 2, Score: Score{Value: -250}, HasScore: true, Nodes: 44279,
+				PV: []string{"a6c7", "d5c6", "b7c6"}}, ""},
+		{"info depth 1 seldepth 1 multipv 1 score mate 1 nodes 127 nps 127000 hashfull 0 tbhits 0 time 1 pv f7g7",
+			InfoLine{Depth: 1, SelDepth: 1, MultiPV: 1, Score: Score{Mate: true, Value: 1}, HasScore: true, Nodes: 127, PV: []string{"f7g7"}}, ""},
+		{"info depth 20 score cp 15 upperbound nodes 5 pv e2e4",
+			InfoLine{Depth: 20, MultiPV: 1, Score: Score{Value: 15}, HasScore: true, Bound: "upper", Nodes: 5, PV: []string{"e2e4"}}, ""},
+		{"info depth 0 score mate 0", InfoLine{MultiPV: 1, Score: Score{Mate: true}, HasScore: true}, ""},
+		{"info depth 5 score cp 3 wdl 500 400 100 pv d2d4",
+			InfoLine{Depth: 5, MultiPV: 1, Score: Score{Value: 3}, HasScore: true, PV: []string{"d2d4"}}, ""},
+		{"info string NNUE evaluation using nn.nnue enabled", InfoLine{MultiPV: 1, String: "NNUE evaluation using nn.nnue enabled"}, ""},
+		{"info currmove e2e4 currmovenumber 1", InfoLine{MultiPV: 1}, ""},
+		{"bestmove e2e4", InfoLine{}, "not an info line"},
+		{"info depth x", InfoLine{}, "not an integer"},
+		{"info depth", InfoLine{}, "without a value"},
+		{"info score cp", InfoLine{}, "truncated score"},
+		{"info score wdl 1 pv e2e4", InfoLine{}, "unknown score kind"},
+		{"info multipv 0", InfoLine{}, "multipv 0"},
+		{"info score cp 99999999999", InfoLine{}, "out of range"},
+	}
+	for _, tc := range tests {
+		got, err := ParseInfo(tc.line)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseInfo(%q) err = %v, want %q", tc.line, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseInfo(%q) = %+v, %v\nwant %+v", tc.line, got, err, tc.want)
+		}
+	}
+}
+
+func TestScorePawns(t *testing.T) {
+	tests := []struct {
+		s    Score
+		want string
+	}{
+		{Score{Value: 35}, "0.35"}, {Score{Value: -206}, "-2.06"}, {Score{Value: 0}, "0.0"},
+		{Score{Mate: true, Value: 3}, "999.97"}, {Score{Mate: true, Value: -2}, "-999.98"},
+		{Score{Mate: true, Value: 1}, "999.99"}, {Score{Mate: true, Value: 0}, "-1000.0"},
+	}
+	for _, tc := range tests {
+		if got := FormatEval(tc.s.Pawns()); got != tc.want {
+			t.Errorf("%v.Pawns() formats as %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestParentScore(t *testing.T) {
+	tests := []struct{ child, want Score }{
+		{Score{Value: 40}, Score{Value: -40}},
+		{Score{Mate: true, Value: 0}, Score{Mate: true, Value: 1}},  // we just mated
+		{Score{Mate: true, Value: -1}, Score{Mate: true, Value: 2}}, // they are mated next move
+		{Score{Mate: true, Value: 2}, Score{Mate: true, Value: -2}}, // they mate in 2
+		{Score{Mate: true, Value: -3}, Score{Mate: true, Value: 4}},
+	}
+	for _, tc := range tests {
+		if got := parentScore(tc.child); got != tc.want {
+			t.Errorf("parentScore(%v) = %v, want %v", tc.child, got, tc.want)
+		}
+	}
+}
