@@ -31,6 +31,7 @@ func (e *Env) loader(L *lua.LState) int {
 	L.SetFuncs(reward, map[string]lua.LGFunction{"fn": luaRewardFn})
 	mod.RawSetString("reward", reward)
 	e.registerTypes(L)
+	e.registerChess(L, mod, reward)
 	L.Push(mod)
 	return 1
 }

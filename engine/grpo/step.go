@@ -351,9 +351,17 @@ func rewardMetrics(m Metrics, b *rollout.Batch, zeroStd []bool) {
 		}
 	}
 	m["frac_reward_zero_std"] = float64(zero) / float64(len(zeroStd))
+	// A component may not apply to every completion (NaN there: a policy-task component of
+	// an environment-task answer); its mean covers the completions it applies to.
 	for name, v := range b.Components {
-		if len(v) == len(b.Rewards) {
-			m["rewards/"+name+"/mean"] = mean(v)
+		sum, n := 0.0, 0
+		for _, x := range v {
+			if !math.IsNaN(x) {
+				sum, n = sum+x, n+1
+			}
+		}
+		if n > 0 && len(v) == len(b.Rewards) {
+			m["rewards/"+name+"/mean"] = sum / float64(n)
 		}
 	}
 }

@@ -1,0 +1,518 @@
+package luabind
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/rollout"
+)
+
+const (
+	engineType    = "rook.stockfish"
+	positionsType = "rook.positions"
+)
+
+// registerChess adds Stockfish pools, position sources, chess rewards and evaluation.
+func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
+	mod.RawSetString("stockfish", L.NewFunction(e.luaStockfish))
+	mod.RawSetString("positions", L.NewFunction(e.luaPositions))
+	mod.RawSetString("eval", L.NewFunction(luaEval))
+	reward.RawSetString("chess", L.NewFunction(luaRewardChess))
+	ch := L.NewTable()
+	L.SetFuncs(ch, map[string]lua.LGFunction{
+		"step":          luaChessStep,
+		"policy_prompt": func(L *lua.LState) int { L.Push(lua.LString(chess.PolicyPrompt(L.CheckString(1), L.OptBool(2, true)))); return 1 },
+		"dataset":       e.luaDataset,
+		"score":         luaChessScore,
+	})
+	mod.RawSetString("chess", ch)
+	registerType(L, engineType, engineMethods, nil)
+	registerType(L, positionsType, positionsMethods, nil)
+}
+
+// engine is a Stockfish pool.
+type engine struct{ p *chess.Pool }
+
+func (g *engine) String() string {
+	c := g.p.Config()
+	return fmt.Sprintf("rook.stockfish(%s, depth %d, MultiPV %d, %d workers)", c.Path, c.Depth, c.MultiPV, c.Workers)
+}
+
+func (g *engine) Close() error { return g.p.Close() }
+
+func checkEngine(L *lua.LState, n int) *engine { return check[*engine](L, n, engineType) }
+
+// rook.stockfish{depth=10, workers=2, multipv=5, path=, timeout=30, hash_mb=16, cache_file=}
+// → engine pool, or nil, err when the engine cannot start.
+func (e *Env) luaStockfish(L *lua.LState) int {
+	o := optsArg(L, 1, "rook.stockfish")
+	cfg := chess.EngineConfig{
+		Path:      o.str("path", ""),
+		Workers:   o.int("workers", 1),
+		Depth:     o.int("depth", 10),
+		MultiPV:   o.int("multipv", 5),
+		HashMB:    o.int("hash_mb", 0),
+		Timeout:   time.Duration(o.num("timeout", 30) * float64(time.Second)),
+		Retries:   o.int("retries", 0),
+		CacheFile: o.str("cache_file", ""),
+	}
+	o.done()
+	p, err := chess.NewPool(L.Context(), cfg)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	g := &engine{p: p}
+	e.addCloser(g)
+	L.Push(newUserData(L, engineType, g))
+	return 1
+}
+
+var engineMethods = map[string]lua.LGFunction{
+	// sf:analyse(fen [, depth]) → {best=, moves={...}, evals={...}} (pawns, side to move).
+	"analyse": func(L *lua.LState) int {
+		g := checkEngine(L, 1)
+		fen := L.CheckString(2)
+		a, err := g.p.AnalyseWith(L.Context(), chess.Request{FEN: fen, Depth: L.OptInt(3, 0)})
+		if err != nil {
+			return pushErr(L, err)
+		}
+		L.Push(fromGo(L, map[string]any{"best": a.Best(), "moves": a.Moves(), "evals": a.Evals(), "depth": a.Depth}))
+		return 1
+	},
+	"stats": func(L *lua.LState) int {
+		b, _ := json.Marshal(checkEngine(L, 1).p.Stats())
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		L.Push(fromGo(L, m))
+		return 1
+	},
+	"close": func(L *lua.LState) int { checkEngine(L, 1).p.Close(); return 0 },
+}
+
+// positions is a source of prompts for both RookWorld tasks.
+type positions struct {
+	src         chess.Source
+	spec        chess.SourceSpec
+	task        string  // "policy", "env" or "mix"
+	envFraction float64 // mix: share of A: prompts
+	seed        uint64
+	pad         bool
+}
+
+func (p *positions) String() string {
+	return fmt.Sprintf("rook.positions(%s %s, task %s)", p.spec.Kind, p.spec.Path, p.task)
+}
+
+func (p *positions) Close() error { return p.src.Close() }
+
+func checkPositions(L *lua.LState, n int) *positions { return check[*positions](L, n, positionsType) }
+
+// rook.positions(path | spec) → a position source. spec: {path=, kind=, loop=, seed=,
+// per_game=, min_ply=, max_ply=, skip_invalid=, task="policy"|"env"|"mix",
+// env_fraction=0.5, pad=true, generator={seed=, style=, min_plies=, max_plies=,
+// engine=, guide_prob=}}. "generator" (or kind="generator") plays seeded games.
+func (e *Env) luaPositions(L *lua.LState) int {
+	p := &positions{task: "policy", envFraction: 0.5, pad: true}
+	if s, ok := L.Get(1).(lua.LString); ok {
+		p.spec = chess.SourceSpec{Path: string(s), Loop: true}
+		if s == "generator" {
+			p.spec = chess.SourceSpec{Kind: "generator"}
+		}
+	} else {
+		o := optsArg(L, 1, "rook.positions")
+		p.spec = chess.SourceSpec{Path: o.str("path", ""), Kind: o.str("kind", ""), Loop: o.boolean("loop", true),
+			SkipInvalid: o.boolean("skip_invalid", false), Seed: uint64(o.int("seed", 0)),
+			PerGame: o.int("per_game", 0), MinPly: o.int("min_ply", 0), MaxPly: o.int("max_ply", 0)}
+		p.task = o.str("task", p.task)
+		p.envFraction = o.num("env_fraction", p.envFraction)
+		p.pad = o.boolean("pad", p.pad)
+		if gt, ok := o.value("generator").(*lua.LTable); ok {
+			g := newOpts(L, gt, "rook.positions generator")
+			p.spec.Kind = "generator"
+			p.spec.Generator = chess.GeneratorOptions{Seed: uint64(g.int("seed", 0)), Style: g.str("style", ""),
+				MinPlies: g.int("min_plies", 0), MaxPlies: g.int("max_plies", 0), GuideProb: g.num("guide_prob", 0),
+				GuideDepth: g.int("guide_depth", 0), GuideTop: g.int("guide_top", 0)}
+			if ev := g.value("engine"); ev != lua.LNil {
+				ud, ok := ev.(*lua.LUserData)
+				eng, ok2 := ud.Value.(*engine)
+				if !ok || !ok2 {
+					L.RaiseError("rook.positions: generator.engine must be a rook.stockfish")
+				}
+				p.spec.Generator.Engine = eng.p
+			}
+			g.done()
+		} else if o.value("generator") != lua.LNil {
+			L.RaiseError("rook.positions: generator must be a table")
+		}
+		o.done()
+	}
+	switch p.task {
+	case "policy", "env", "mix":
+	default:
+		L.RaiseError("rook.positions: task %q is not policy, env or mix", p.task)
+	}
+	p.seed = p.spec.Seed ^ p.spec.Generator.Seed
+	src, err := chess.Open(p.spec)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	p.src = src
+	e.addCloser(p)
+	L.Push(newUserData(L, positionsType, p))
+	return 1
+}
+
+// choose is a deterministic draw in [0, 1) from the source's seed and an item's index, so
+// the task mix needs no random state of its own: the cursor says everything.
+func choose(seed uint64, index int64, salt string) float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d/%s", seed, index, salt)
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
+var positionsMethods = map[string]lua.LGFunction{
+	"next":    positionsNext,
+	"cursor":  positionsCursor,
+	"restore": positionsRestore,
+}
+
+// data:next(n [, {task=}]) → list of n prompts as tables {prompt=, task="P"|"A", fen=,
+// move= (A:), target= (training-string sources), origin=}. The list is shorter at the end of
+// a source that does not loop.
+func positionsNext(L *lua.LState) int {
+	p := checkPositions(L, 1)
+	n := L.OptInt(2, 1)
+	o := optsArg(L, 3, "positions:next")
+	task := o.str("task", p.task)
+	o.done()
+	out := L.CreateTable(n, 0)
+	for range n {
+		index := p.src.Cursor().Count
+		it, err := p.src.Next(L.Context())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			L.RaiseError("%s", err.Error())
+		}
+		out.Append(itemTable(L, p, it, index, task))
+	}
+	L.Push(out)
+	return 1
+}
+
+func itemTable(L *lua.LState, p *positions, it chess.Item, index int64, task string) *lua.LTable {
+	t := L.CreateTable(0, 6)
+	t.RawSetString("fen", lua.LString(it.FEN))
+	t.RawSetString("origin", lua.LString(it.Origin))
+	if s := it.Sample; s != nil {
+		t.RawSetString("prompt", lua.LString(s.Prompt))
+		t.RawSetString("task", lua.LString(string(s.Task)))
+		t.RawSetString("target", lua.LString(s.Target))
+		return t
+	}
+	env := task == "env" || (task == "mix" && choose(p.seed, index, "task") < p.envFraction)
+	pos, err := chess.ParseFEN(it.FEN)
+	if env && err == nil && len(pos.LegalMoves()) > 0 {
+		move := it.Next
+		if move == "" {
+			legal := pos.LegalMoves()
+			move = legal[int(choose(p.seed, index, "move")*float64(len(legal)))]
+		}
+		t.RawSetString("prompt", lua.LString(chess.EnvPrompt(it.FEN, move, it.History)))
+		t.RawSetString("task", lua.LString("A"))
+		t.RawSetString("move", lua.LString(move))
+		return t
+	}
+	t.RawSetString("prompt", lua.LString(chess.PolicyPrompt(it.FEN, p.pad)))
+	t.RawSetString("task", lua.LString("P"))
+	return t
+}
+
+// data:cursor() → a table saving the source's position (for checkpoints).
+func positionsCursor(L *lua.LState) int {
+	b, err := json.Marshal(checkPositions(L, 1).src.Cursor())
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	var v any
+	json.Unmarshal(b, &v)
+	L.Push(fromGo(L, v))
+	return 1
+}
+
+// data:restore(cursor) continues from a saved cursor.
+func positionsRestore(L *lua.LState) int {
+	p := checkPositions(L, 1)
+	v, err := toGo(L.CheckTable(2))
+	if err != nil {
+		L.ArgError(2, err.Error())
+	}
+	b, _ := json.Marshal(v)
+	var c chess.Cursor
+	if err := json.Unmarshal(b, &c); err != nil {
+		L.ArgError(2, "not a cursor: "+err.Error())
+	}
+	if err := p.src.Restore(c); err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return 0
+}
+
+// rewardConfig reads chess reward options over the defaults.
+func rewardConfig(L *lua.LState, o *opts) chess.RewardConfig {
+	c := chess.DefaultRewardConfig()
+	c.MalformedFloor = o.num("malformed", c.MalformedFloor)
+	c.IllegalFloor = o.num("illegal", c.IllegalFloor)
+	c.LegalCredit = o.num("legal_credit", c.LegalCredit)
+	c.EvalClip = o.num("eval_clip", c.EvalClip)
+	c.FENPartial = o.boolean("fen_partial", c.FENPartial)
+	c.Shaping = o.str("shaping", c.Shaping)
+	c.TruncatedFloor = o.boolean("truncated_floor", c.TruncatedFloor)
+	c.Depth = o.int("depth", c.Depth)
+	if t, ok := o.value("rank_credit").(*lua.LTable); ok {
+		c.RankCredit = numberList(L, t, "rank_credit")
+	}
+	if t, ok := o.value("policy").(*lua.LTable); ok {
+		w := newOpts(L, t, "policy weights")
+		c.Policy = chess.PolicyWeights{Format: w.num("format", c.Policy.Format), MovesLegal: w.num("moves_legal", c.Policy.MovesLegal),
+			BestRank: w.num("best_rank", c.Policy.BestRank), Candidates: w.num("candidates", c.Policy.Candidates), Eval: w.num("eval", c.Policy.Eval)}
+		w.done()
+	}
+	if t, ok := o.value("env").(*lua.LTable); ok {
+		w := newOpts(L, t, "env weights")
+		c.Env = chess.EnvWeights{Format: w.num("format", c.Env.Format), FEN: w.num("fen", c.Env.FEN),
+			Flags: w.num("flags", c.Env.Flags), RewardField: w.num("reward_field", c.Env.RewardField)}
+		w.done()
+	}
+	if err := c.Validate(); err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return c
+}
+
+func scorerFrom(L *lua.LState, o *opts) *chess.Scorer {
+	var pool *chess.Pool
+	if ev := o.value("engine"); ev != lua.LNil {
+		ud, ok := ev.(*lua.LUserData)
+		if !ok {
+			L.RaiseError("%s: engine must be a rook.stockfish", o.what)
+		}
+		g, ok := ud.Value.(*engine)
+		if !ok {
+			L.RaiseError("%s: engine must be a rook.stockfish", o.what)
+		}
+		pool = g.p
+	}
+	s, err := chess.NewScorer(pool, rewardConfig(L, o))
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return s
+}
+
+// rook.reward.chess(batch, {engine=, malformed=-0.3, illegal=-0.1, policy={...}, env={...},
+// rank_credit={...}, legal_credit=, eval_clip=, fen_partial=, shaping=, truncated_floor=,
+// depth=}) scores every completion with the RookWorld rewards, sets the batch's rewards and
+// components (policy/<name>, env/<name>, malformed, illegal) and returns
+// {mean=, p_count=, a_count=, malformed=, components={name = mean}}.
+func luaRewardChess(L *lua.LState) int {
+	b := checkBatch(L, 1)
+	o := optsArg(L, 2, "rook.reward.chess")
+	s := scorerFrom(L, o)
+	o.done()
+	ins := make([]chess.Input, len(b.b.Completions))
+	for i, c := range b.b.Completions {
+		ins[i] = chess.Input{Prompt: b.prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+	}
+	res, err := s.ScoreBatch(L.Context(), ins)
+	if err != nil {
+		L.RaiseError("rook.reward.chess: %s", err.Error())
+	}
+	setChessRewards(b.b, res)
+	L.Push(rewardSummary(L, b.b, res))
+	return 1
+}
+
+// setChessRewards stores totals and per-task components (NaN where a component does not
+// apply to a completion's task, so their means cover only their own task).
+func setChessRewards(b *rollout.Batch, res []chess.Result) {
+	n := len(res)
+	b.Rewards = make([]float64, n)
+	b.Components = map[string][]float64{}
+	comp := func(name string) []float64 {
+		v, ok := b.Components[name]
+		if !ok {
+			v = make([]float64, n)
+			for i := range v {
+				v[i] = math.NaN()
+			}
+			b.Components[name] = v
+		}
+		return v
+	}
+	for i, r := range res {
+		b.Rewards[i] = r.Total
+		prefix := "policy/"
+		if r.Task == chess.TaskEnv {
+			prefix = "env/"
+		}
+		for k, v := range r.Components.Map(r.Task) {
+			comp(prefix + k)[i] = v
+		}
+		comp("malformed")[i] = boolNum(r.Malformed)
+		comp("illegal")[i] = boolNum(r.Illegal)
+	}
+}
+
+func boolNum(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func rewardSummary(L *lua.LState, b *rollout.Batch, res []chess.Result) *lua.LTable {
+	out := map[string]any{}
+	sum, pn, an := 0.0, 0, 0
+	for _, r := range res {
+		sum += r.Total
+		if r.Task == chess.TaskEnv {
+			an++
+		} else {
+			pn++
+		}
+	}
+	if len(res) > 0 {
+		out["mean"] = sum / float64(len(res))
+	}
+	out["p_count"], out["a_count"] = pn, an
+	comps := map[string]any{}
+	for name, v := range b.Components {
+		s, k := 0.0, 0
+		for _, x := range v {
+			if !math.IsNaN(x) {
+				s, k = s+x, k+1
+			}
+		}
+		if k > 0 {
+			comps[name] = s / float64(k)
+		}
+	}
+	out["components"] = comps
+	return fromGo(L, out).(*lua.LTable)
+}
+
+// rook.eval(model, prompts, {engine=, max_new_tokens=, temperature=, greedy=true, seed=,
+// ...reward options}) → the DESIGN evaluation metrics (p_format, p_legal_best, p_best_acc,
+// p_top5_legal, p_top5_overlap, a_format, a_fen_exact, a_flags_acc, a_reward_acc), counts,
+// and reward_mean.
+func luaEval(L *lua.LState) int {
+	m := checkModel(L, 1)
+	prompts := promptsArg(L, 2)
+	o := optsArg(L, 3, "rook.eval")
+	greedy := o.boolean("greedy", true)
+	cfg := rollout.Config{Group: 1, MaxNewTokens: o.int("max_new_tokens", 144), Temperature: float32(o.num("temperature", 1)),
+		Seed: uint64(o.int("seed", 0))}
+	cfg.Greedy = greedy
+	s := scorerFrom(L, o)
+	o.done()
+	b := m.generate(L, prompts, cfg)
+	ins := make([]chess.Input, len(b.Completions))
+	for i, c := range b.Completions {
+		ins[i] = chess.Input{Prompt: prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+	}
+	metrics, res, err := s.Evaluate(L.Context(), ins)
+	if err != nil {
+		L.RaiseError("rook.eval: %s", err.Error())
+	}
+	out := map[string]any{}
+	for k, v := range metrics.Map() {
+		out[k] = v
+	}
+	sum := 0.0
+	for _, r := range res {
+		sum += r.Total
+	}
+	if len(res) > 0 {
+		out["reward_mean"] = sum / float64(len(res))
+	}
+	L.Push(fromGo(L, out))
+	return 1
+}
+
+// rook.chess.step(fen, uci) → the rules' answer to an A: prompt: {fen=, reward=, terminated=,
+// truncated=, legal=, completion=}; nil, err for a bad FEN.
+func luaChessStep(L *lua.LState) int {
+	r, err := chess.EnvStep(L.CheckString(1), L.CheckString(2))
+	if err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(fromGo(L, map[string]any{"fen": r.NewFEN, "reward": r.Reward, "terminated": r.Terminated,
+		"truncated": r.Truncated, "legal": r.Legal, "completion": r.Completion()}))
+	return 1
+}
+
+// rook.chess.score(prompt, completion, {engine=, ...reward options}) → the scored answer:
+// {total=, task=, components={...}, malformed=, illegal=, problems={...}}.
+func luaChessScore(L *lua.LState) int {
+	prompt, completion := L.CheckString(1), L.CheckString(2)
+	o := optsArg(L, 3, "rook.chess.score")
+	s := scorerFrom(L, o)
+	o.done()
+	r, err := s.Score(L.Context(), chess.Input{Prompt: prompt, Completion: completion})
+	if err != nil {
+		return pushErr(L, err)
+	}
+	comps := map[string]any{}
+	for k, v := range r.Components.Map(r.Task) {
+		comps[k] = v
+	}
+	L.Push(fromGo(L, map[string]any{"total": r.Total, "task": string(r.Task), "components": comps,
+		"malformed": r.Malformed, "illegal": r.Illegal, "problems": r.Problems, "engine_best": r.EngineBest,
+		"expected": r.Expected}))
+	return 1
+}
+
+// rook.chess.dataset(positions, engine, path, {rows=, env_fraction=, seed=, depth=, jsonl=,
+// public_best_quirk=, shuffle_candidates=, illegal_fraction=}) writes RookWorld training text
+// (P: rows labelled by Stockfish, A: rows by the rules) and returns its counts.
+func (e *Env) luaDataset(L *lua.LState) int {
+	p := checkPositions(L, 1)
+	g := checkEngine(L, 2)
+	path := L.CheckString(3)
+	o := optsArg(L, 4, "rook.chess.dataset")
+	opt := chess.DatasetOptions{Rows: o.int("rows", 0), EnvFraction: o.num("env_fraction", 0.5), Seed: uint64(o.int("seed", 0)),
+		Depth: o.int("depth", 0), JSONL: o.boolean("jsonl", false), PublicBestQuirk: o.boolean("public_best_quirk", false),
+		ShuffleCandidates: o.boolean("shuffle_candidates", false), IllegalFraction: o.num("illegal_fraction", 0)}
+	o.done()
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	st, err := chess.BuildDataset(L.Context(), p.src, g.p, f, opt)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return pushErr(L, err)
+	}
+	b, _ := json.Marshal(st)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	L.Push(fromGo(L, m))
+	return 1
+}

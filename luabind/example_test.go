@@ -1,0 +1,69 @@
+package luabind_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rookscript/rookscript/luabind"
+)
+
+func run(args []string, src string) {
+	env, err := luabind.New(luabind.Options{Args: args, Quiet: true})
+	if err != nil {
+		fmt.Println("usage error:", err)
+		return
+	}
+	defer env.Close()
+	if err := env.DoString(context.Background(), src, "example.lua"); err != nil {
+		fmt.Println(err.(*luabind.RecipeError).Message)
+	}
+}
+
+// A recipe declares its config keys with defaults; the command line overrides them by name,
+// parsed as the default's type (tables in TOML syntax).
+func Example_config() {
+	run([]string{"lr=3e-5", "betas=[0.9, 0.99]", "adam.eps=1e-6"}, `
+		local rook = require("rook")
+		local cfg = rook.config{ lr = 1e-5, betas = { 0.9, 0.95 }, steps = 200, adam = { eps = 1e-8 } }
+		print(cfg.lr, cfg.betas[2], cfg.steps, cfg.adam.eps)
+	`)
+	// Output: 3e-05	0.99	200	1e-06
+}
+
+// A misspelt key is an error naming it, with the closest known key.
+func Example_configUnknownKey() {
+	run([]string{"kl_coeff=0.1"}, `
+		local rook = require("rook")
+		rook.config{ kl_coef = 0.005, steps = 200 }
+	`)
+	// Output: example.lua:3: override kl_coeff=0.1: unknown key "kl_coeff" (did you mean "kl_coef"?)
+}
+
+// Values must have their default's type.
+func Example_configWrongType() {
+	run([]string{"steps=many"}, `require("rook").config{ steps = 200 }`)
+	// Output: example.lua:1: override steps=many: want a number, got "many"
+}
+
+// Expected failures return nil, err; misuse raises an error at the caller's line.
+func Example_errors() {
+	run(nil, `
+		local rook = require("rook")
+		local m, err = rook.load("checkpoints/missing")
+		print(m, err)
+		rook.adamw("not a model")
+	`)
+	// Output:
+	// nil	model not found: checkpoints/missing
+	// example.lua:5: bad argument #1 to adamw (rook.model expected, got string)
+}
+
+// The GPT-2 tokenizer: RookWorld strings are plain GPT-2 BPE; <|endoftext|> is rook.eot.
+func Example_tokenizer() {
+	run(nil, `
+		local rook = require("rook")
+		local ids = rook.encode("M: e2e4 d2d4")
+		print(#ids, rook.decode(ids), rook.eot)
+	`)
+	// Output: 10	M: e2e4 d2d4	50256
+}

@@ -1,0 +1,66 @@
+local check = require("check")
+local rook = require("rook")
+
+local T = {}
+
+local EPD = "../engine/chess/testdata/positions.epd"
+
+function T.test_positions_mix_and_cursor()
+  local data = rook.positions{ path = EPD, task = "mix", env_fraction = 0.5, seed = 3 }
+  local first = data:next(6)
+  check.eq(#first, 6)
+  local tasks = {}
+  for _, it in ipairs(first) do
+    tasks[it.task] = true
+    if it.task == "P" then
+      check.eq(string.sub(it.prompt, 1, 3), "P: ")
+      check.eq(#it.prompt, 93, "padded policy prompt")
+    else
+      check.eq(string.sub(it.prompt, 1, 3), "A: ")
+      check.truthy(it.move, "env prompt has its move")
+    end
+  end
+  check.truthy(tasks.P and tasks.A, "a mix of both tasks")
+  local c = data:cursor()
+  local after = data:next(2)
+  local again = rook.positions{ path = EPD, task = "mix", env_fraction = 0.5, seed = 3 }
+  again:restore(c)
+  local same = again:next(2)
+  check.eq(same[1].prompt, after[1].prompt, "restored cursor continues identically")
+  check.eq(same[2].prompt, after[2].prompt)
+  local _, err = rook.positions("no/such/file.epd")
+  check.truthy(err, "missing file is an error value")
+end
+
+function T.test_rules_and_scoring_without_engine()
+  local r = rook.chess.step("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e2e4")
+  check.eq(r.fen, "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", "no en-passant square without a capture")
+  check.eq(r.completion, r.fen .. "+0.001+0+0")
+  local prompt = "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
+  local s = rook.chess.score(prompt, r.completion)
+  check.eq(s.total, 1, "the rules' own answer scores 1")
+  check.eq(s.components.fen_exact, 1)
+  local bad = rook.chess.score(prompt, "garbage")
+  check.eq(bad.malformed, true)
+  check.near(bad.total, -0.3, 1e-12, "malformed floor")
+end
+
+function T.test_reward_chess_on_a_rollout()
+  local sf, err = rook.stockfish{ depth = 6, workers = 2 }
+  check.truthy(sf, err)
+  local data = rook.positions{ path = EPD, task = "mix", seed = 1 }
+  local policy = rook.load("random:tiny")
+  local b = policy:rollout(data:next(2), { group = 2, max_new_tokens = 8, seed = 1 })
+  local summary = rook.reward.chess(b, { engine = sf, malformed = -0.25 })
+  check.eq(#b:rewards(), 4)
+  for _, r in ipairs(b:rewards()) do check.near(r, -0.25, 1e-12, "random text is malformed") end
+  check.eq(summary.components.malformed, 1)
+  check.eq(summary.p_count + summary.a_count, 4)
+  local m = rook.eval(policy, data:next(2), { engine = sf, max_new_tokens = 8 })
+  check.eq(m.p_format + m.a_format, 0, "a random model formats nothing")
+  local a = sf:analyse("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")
+  check.eq(#a.moves, 5)
+  check.errors(function() rook.reward.chess(b, { engine = sf, weights = 1 }) end, 'unknown option "weights"')
+end
+
+return T
