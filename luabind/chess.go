@@ -28,10 +28,13 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 	reward.RawSetString("chess", L.NewFunction(luaRewardChess))
 	ch := L.NewTable()
 	L.SetFuncs(ch, map[string]lua.LGFunction{
-		"step":          luaChessStep,
-		"policy_prompt": func(L *lua.LState) int { L.Push(lua.LString(chess.PolicyPrompt(L.CheckString(1), L.OptBool(2, true)))); return 1 },
-		"dataset":       e.luaDataset,
-		"score":         luaChessScore,
+		"step": luaChessStep,
+		"policy_prompt": func(L *lua.LState) int {
+			L.Push(lua.LString(chess.PolicyPrompt(L.CheckString(1), L.OptBool(2, true))))
+			return 1
+		},
+		"dataset": e.luaDataset,
+		"score":   luaChessScore,
 	})
 	mod.RawSetString("chess", ch)
 	registerType(L, engineType, engineMethods, nil)
