@@ -168,7 +168,7 @@ func poisonGradient(m *gpt2.Model) {
 }
 
 // metricsTable converts step metrics to Lua: numbers, except "finite" which is a boolean.
-func metricsTable(L *lua.LState, m grpo.Metrics) *lua.LTable {
+func metricsTable(L *lua.LState, m map[string]float64) *lua.LTable {
 	t := L.CreateTable(0, len(m))
 	for k, v := range m {
 		if k == "finite" {
