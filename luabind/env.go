@@ -42,6 +42,7 @@ type Env struct {
 	backends map[string]backend.Backend
 	closers  []io.Closer
 	config   map[string]any // the resolved rook.config, for run directories
+	progress *progress      // the current run's progress line, which logs and prints keep intact
 }
 
 // UsageError is an error in how rookscript was invoked (exit code 2), not in the recipe.
@@ -184,8 +185,17 @@ func (e *Env) print(L *lua.LState) int {
 	for i := 1; i <= n; i++ {
 		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
 	}
-	fmt.Fprintln(e.out, strings.Join(parts, "\t"))
+	e.say(strings.Join(parts, "\t"))
 	return 0
+}
+
+// say prints a line without breaking a progress line being drawn.
+func (e *Env) say(line string) {
+	if e.progress != nil && e.progress.tty && e.progress.drawn {
+		e.progress.note(line)
+		return
+	}
+	fmt.Fprintln(e.out, line)
 }
 
 // installSearchers puts the recipe's directory and the embedded scripts/ modules on the

@@ -22,6 +22,7 @@ func (e *Env) loader(L *lua.LState) int {
 		"decode": luaDecode,
 		"log":    e.luaLog,
 		"clock":  luaClock,
+		"run":    e.luaRun,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	grpo := L.NewTable()
@@ -47,6 +48,7 @@ func (e *Env) registerTypes(L *lua.LState) {
 		return 1
 	}))
 	registerType(L, adamType, adamMethods, nil)
+	registerType(L, runType, runMethods, runIndex)
 }
 
 // registerType creates the metatable of a userdata type: methods by name, plus an optional
@@ -144,7 +146,7 @@ func (e *Env) luaLog(L *lua.LState) int {
 		return 0
 	}
 	msg := luaFormat(L, 1)
-	fmt.Fprintf(e.out, "%s %s\n", time.Now().Format("15:04:05"), msg)
+	e.say(time.Now().Format("15:04:05") + " " + msg)
 	return 0
 }
 

@@ -1,0 +1,94 @@
+package luabind
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+)
+
+// progress reports a run's steps: on a terminal one line redrawn in place (step i/N, ETA,
+// tokens/s, reward, KL), elsewhere a plain line per step; nothing with --quiet.
+type progress struct {
+	out      io.Writer
+	quiet    bool
+	tty      bool
+	total    int
+	first    int // step the process started from
+	start    time.Time
+	drawn    bool
+	lastLine string
+}
+
+func newProgress(e *Env, total, from int) *progress {
+	return &progress{out: e.out, quiet: e.opts.Quiet, tty: isTerminal(e.out), total: total, first: from, start: time.Now()}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (p *progress) update(step int, m map[string]float64) {
+	if p.quiet {
+		return
+	}
+	var b strings.Builder
+	if p.total > 0 {
+		fmt.Fprintf(&b, "step %d/%d", step, p.total)
+	} else {
+		fmt.Fprintf(&b, "step %d", step)
+	}
+	if done := step - p.first; done > 0 && p.total > 0 {
+		per := time.Since(p.start) / time.Duration(done)
+		left := time.Duration(max(0, p.total-step)) * per
+		fmt.Fprintf(&b, "  ETA %s", left.Round(time.Second))
+	}
+	if v, ok := m["tokens_per_sec"]; ok && v > 0 {
+		fmt.Fprintf(&b, "  %s tok/s", strings.TrimSpace(humanize.SIWithDigits(v, 1, "")))
+	}
+	for _, k := range []string{"reward", "kl", "loss", "entropy", "grad_norm"} {
+		if v, ok := m[k]; ok && !math.IsNaN(v) {
+			fmt.Fprintf(&b, "  %s %.4g", k, v)
+		}
+	}
+	if v, ok := m["finite"]; ok && v == 0 {
+		b.WriteString("  NON-FINITE (update skipped)")
+	}
+	line := b.String()
+	if p.tty {
+		fmt.Fprintf(p.out, "\r\033[K%s", line)
+		p.drawn, p.lastLine = true, line
+		return
+	}
+	fmt.Fprintln(p.out, line)
+}
+
+// note prints a message on its own line, keeping the progress line below it.
+func (p *progress) note(msg string) {
+	if p.quiet {
+		return
+	}
+	if p.tty && p.drawn {
+		fmt.Fprintf(p.out, "\r\033[K%s\n%s", msg, p.lastLine)
+		return
+	}
+	fmt.Fprintln(p.out, msg)
+}
+
+// finish ends the progress line so that what follows starts on a fresh line.
+func (p *progress) finish() {
+	if p.tty && p.drawn {
+		fmt.Fprintln(p.out)
+		p.drawn = false
+	}
+}
