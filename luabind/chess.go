@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -497,6 +498,9 @@ func (e *Env) luaDataset(L *lua.LState) int {
 		Depth: o.int("depth", 0), JSONL: o.boolean("jsonl", false), PublicBestQuirk: o.boolean("public_best_quirk", false),
 		ShuffleCandidates: o.boolean("shuffle_candidates", false), IllegalFraction: o.num("illegal_fraction", 0)}
 	o.done()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return pushErr(L, err)
+	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {

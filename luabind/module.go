@@ -15,14 +15,17 @@ import (
 func (e *Env) loader(L *lua.LState) int {
 	mod := L.NewTable()
 	L.SetFuncs(mod, map[string]lua.LGFunction{
-		"config": e.luaConfig,
-		"load":   e.luaLoad,
-		"adamw":  e.luaAdamW,
-		"encode": luaEncode,
-		"decode": luaDecode,
-		"log":    e.luaLog,
-		"clock":  luaClock,
-		"run":    e.luaRun,
+		"config":    e.luaConfig,
+		"load":      e.luaLoad,
+		"adamw":     e.luaAdamW,
+		"encode":    luaEncode,
+		"decode":    luaDecode,
+		"log":       e.luaLog,
+		"clock":     luaClock,
+		"run":       e.luaRun,
+		"exec":      e.luaExec,
+		"cache_dir": luaCacheDir,
+		"exists":    luaExists,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	grpo := L.NewTable()

@@ -37,7 +37,8 @@ func (r *run) String() string {
 func checkRun(L *lua.LState, n int) *run { return check[*run](L, n, runType) }
 
 // rook.run{dir=, policy=, ref=, opt=, data=, steps=, keep=3, best=, best_mode="max",
-// resume=} → run. A new run records the recipe, the resolved config and the reference's
+// resume=, config=} → run (config: the resolved config to record; the last rook.config's by
+// default). A new run records the recipe, the resolved config and the reference's
 // identity (its source and content hash). With resume (a run directory), everything comes
 // back from its last checkpoint: policy weights, optimizer state, data cursor, sampling
 // counters and the recipe state (run:state()); the reference is reloaded from its recorded
@@ -58,6 +59,14 @@ func (e *Env) luaRun(L *lua.LState) int {
 	r.ref = userValue[*model](L, o, "ref", modelType, false)
 	r.opt = userValue[*adam](L, o, "opt", adamType, true)
 	r.data = userValue[*positions](L, o, "data", positionsType, false)
+	var cfg any = e.config
+	if t, ok := o.value("config").(*lua.LTable); ok {
+		v, err := toGo(t)
+		if err != nil {
+			L.RaiseError("rook.run: config: %s", err.Error())
+		}
+		cfg = v
+	}
 	o.done()
 	if r.opt.model != r.policy {
 		L.RaiseError("rook.run: opt is not the policy's optimizer")
@@ -76,7 +85,7 @@ func (e *Env) luaRun(L *lua.LState) int {
 		if dir == "" {
 			L.RaiseError("rook.run: dir is required")
 		}
-		if err := r.create(dir, checkpoint.Options{KeepLast: keep, BestMetric: best, BestMode: bestMode}); err != nil {
+		if err := r.create(dir, checkpoint.Options{KeepLast: keep, BestMetric: best, BestMode: bestMode}, cfg); err != nil {
 			return pushErr(L, err)
 		}
 	}
@@ -105,7 +114,7 @@ func userValue[T any](L *lua.LState, o *opts, key, typ string, required bool) T 
 	return zero
 }
 
-func (r *run) create(dir string, opts checkpoint.Options) error {
+func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
 	cr, err := checkpoint.Create(dir, opts)
 	if err != nil {
 		return err
@@ -120,8 +129,8 @@ func (r *run) create(dir string, opts checkpoint.Options) error {
 			return err
 		}
 	}
-	if r.env.config != nil {
-		if err := cr.WriteConfig(r.env.config); err != nil {
+	if cfg != nil {
+		if err := cr.WriteConfig(cfg); err != nil {
 			return err
 		}
 	}

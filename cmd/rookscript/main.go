@@ -30,6 +30,7 @@ const usage = `rookscript — GRPO training of chess language models, driven by 
 Usage:
   rookscript [--quiet] FILE.lua [key=value ...]   run a recipe; key=value overrides its config
   rookscript                                      interactive REPL
+  rookscript plot RUN_DIR... [-o OUT.png]         PNG of runs' metrics over steps, overlaid
   rookscript version                              print the version
   rookscript --help                               this help
 
@@ -64,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runREPL(stdout, stderr, quiet)
 	}
 	switch args[0] {
+	case "plot":
+		return runPlot(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "rookscript", version)
 		return 0

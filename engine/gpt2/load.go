@@ -31,6 +31,9 @@ type Source struct {
 var RandomConfigs = map[string]Config{
 	"124m": RookWorld124M,
 	"tiny": {VocabSize: 50257, MaxSeqLen: 256, NumLayers: 2, NumHeads: 2, Channels: 64, LayerNormE: 1e-5},
+	// small is the architecture of the embedded default model (scripts/defaultmodel.lua):
+	// 7.3M parameters, most of them the GPT-2 vocabulary's embeddings.
+	"small": {VocabSize: 50257, MaxSeqLen: 256, NumLayers: 4, NumHeads: 4, Channels: 128, LayerNormE: 1e-5},
 }
 
 // DefaultRandomSeed is the init seed of "random:<name>" without "@seed=" (llm.c's init seed).

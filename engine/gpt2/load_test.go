@@ -99,7 +99,7 @@ func TestLoadRandom(t *testing.T) {
 		t.Error("random:124m is not the RookWorld architecture")
 	}
 	for _, c := range []struct{ source, want string }{
-		{"random:huge", `unknown random model "huge"; known: 124m, tiny`},
+		{"random:huge", `unknown random model "huge"; known: 124m, small, tiny`},
 		{"random:", `unknown random model ""`},
 		{"random:tiny@seed=x", "@seed=<unsigned integer>"},
 		{"random:tiny@seed=-1", "@seed=<unsigned integer>"},

@@ -1,0 +1,122 @@
+package luabind
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// rook.exec(path, overrides) runs another recipe in a fresh Lua state, with the overrides
+// as its key=value config arguments (numbers, strings, booleans, lists), and returns what
+// the recipe returns. A relative path is looked up from the working directory, then from the
+// calling recipe's directory. Scripted ablations are this call in a loop.
+func (e *Env) luaExec(L *lua.LState) int {
+	path := L.CheckString(1)
+	o := L.OptTable(2, nil)
+	if _, err := os.Stat(path); err != nil && !filepath.IsAbs(path) && e.opts.Recipe != "" {
+		if alt := filepath.Join(filepath.Dir(e.opts.Recipe), path); fileExists(alt) {
+			path = alt
+		}
+	}
+	var args []string
+	if o != nil {
+		var keys []string
+		o.ForEach(func(k, _ lua.LValue) { keys = append(keys, k.String()) })
+		sort.Strings(keys)
+		for _, k := range keys {
+			s, err := overrideText(o.RawGetString(k))
+			if err != nil {
+				L.ArgError(2, fmt.Sprintf("override %s: %v", k, err))
+			}
+			args = append(args, k+"="+s)
+		}
+	}
+	child, err := New(Options{Args: args, Recipe: path, Stdout: e.out, Quiet: e.opts.Quiet, Modules: e.opts.Modules})
+	if err != nil {
+		L.RaiseError("rook.exec %s: %s", path, err.Error())
+	}
+	defer child.Close()
+	v, err := child.runReturning(L, path)
+	if err != nil {
+		L.RaiseError("rook.exec %s: %s", path, err.Error())
+	}
+	L.Push(fromGo(L, v))
+	return 1
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// runReturning runs a recipe under the caller's context and returns its value as Go data.
+func (e *Env) runReturning(caller *lua.LState, path string) (any, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := e.L.Load(strings.NewReader(string(src)), path)
+	if err != nil {
+		return nil, err
+	}
+	e.L.SetContext(caller.Context())
+	e.L.Push(fn)
+	if err := e.pcall(0, 1); err != nil {
+		return nil, err
+	}
+	ret := e.L.Get(-1)
+	e.L.Pop(1)
+	return toGo(ret)
+}
+
+// overrideText writes a Lua value the way a key=value argument spells it.
+func overrideText(v lua.LValue) (string, error) {
+	switch x := v.(type) {
+	case lua.LNumber:
+		return strconv.FormatFloat(float64(x), 'g', -1, 64), nil
+	case lua.LString:
+		return string(x), nil
+	case lua.LBool:
+		return strconv.FormatBool(bool(x)), nil
+	case *lua.LTable:
+		var parts []string
+		for i := 1; i <= x.Len(); i++ {
+			s, err := overrideText(x.RawGetInt(i))
+			if err != nil {
+				return "", err
+			}
+			if _, isStr := x.RawGetInt(i).(lua.LString); isStr {
+				s = strconv.Quote(s)
+			}
+			parts = append(parts, s)
+		}
+		return "[" + strings.Join(parts, ", ") + "]", nil
+	}
+	return "", fmt.Errorf("a %s cannot be a config value", v.Type())
+}
+
+// rook.cache_dir() → where built artefacts (the default model) are kept:
+// $ROOKSCRIPT_CACHE, else the user cache directory's rookscript/.
+func luaCacheDir(L *lua.LState) int {
+	dir := os.Getenv("ROOKSCRIPT_CACHE")
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = ".cache"
+		}
+		dir = filepath.Join(base, "rookscript")
+	}
+	L.Push(lua.LString(dir))
+	return 1
+}
+
+// rook.exists(path) → whether a file or directory exists.
+func luaExists(L *lua.LState) int {
+	L.Push(lua.LBool(fileExists(L.CheckString(1))))
+	return 1
+}
