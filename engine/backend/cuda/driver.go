@@ -1,0 +1,198 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gorgonia.org/cu"
+	cublas "gorgonia.org/cu/blas"
+
+	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
+	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
+)
+
+// New opens GPU ordinal, loads the kernels and returns the CUDA backend on it.
+func New(ordinal int) (*launch.Backend, error) {
+	d, err := open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return launch.New(d), nil
+}
+
+// driver implements launch.Driver on one GPU.
+type driver struct {
+	ctx      *cu.Ctx
+	fns      map[string]cu.Function
+	blas     *cublas.Standard
+	syncEach bool
+
+	Device string // the GPU's name
+	Major  int    // compute capability
+	Arch   string // the PTX target loaded
+}
+
+func open(ordinal int) (d *driver, err error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: counting devices: %w", err)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("cuda: device %d requested, %d present", ordinal, n)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d: %w", ordinal, err)
+	}
+	major, err1 := dev.Attribute(cu.ComputeCapabilityMajor)
+	minor, err2 := dev.Attribute(cu.ComputeCapabilityMinor)
+	name, err3 := dev.Name()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("cuda: device %d: %w", ordinal, err)
+	}
+	ptx, arch, err := kernels.PTX(major, minor)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", name, err)
+	}
+	// cu.NewContext panics on failure.
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = nil, fmt.Errorf("cuda: creating a context on %s: %v", name, r)
+		}
+	}()
+	ctx := cu.NewContext(dev, cu.SchedAuto)
+	d = &driver{ctx: ctx, fns: map[string]cu.Function{}, Device: name, Major: major, Arch: arch,
+		syncEach: os.Getenv("ROOKSCRIPT_CUDA_SYNC") == "1"}
+	err = ctx.Do(func() (err error) {
+		defer func() { // cublas.New panics on failure; this runs on the context's thread
+			if r := recover(); r != nil {
+				err = fmt.Errorf("creating the cuBLAS handle: %v", r)
+			}
+		}()
+		mod, err := cu.LoadData(ptx)
+		if err != nil {
+			return fmt.Errorf("loading the %s kernels (is the driver older than CUDA 11.8?): %w", arch, err)
+		}
+		for _, k := range kernels.All {
+			fn, err := mod.Function(k.Name)
+			if err != nil {
+				return fmt.Errorf("kernel %s: %w", k.Name, err)
+			}
+			d.fns[k.Name] = fn
+		}
+		d.blas = cublas.New(cublas.WithContext(ctx))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s (%s): %w", name, arch, err)
+	}
+	return d, nil
+}
+
+func (d *driver) Name() string { return "cuda" }
+
+// GridCap: the largest y dimension of a grid, and far more blocks along x than a GPU runs
+// at once.
+func (d *driver) GridCap() int { return 65535 }
+
+// do runs f on the context's thread and panics with what on failure: backend.Backend has no
+// error results, and a failing device call means a bug or a dead device.
+func (d *driver) do(what string, f func() error) {
+	if err := d.ctx.Do(f); err != nil {
+		panic(fmt.Sprintf("cuda: %s: %v (kernel errors surface at the next synchronising call; "+
+			"ROOKSCRIPT_CUDA_SYNC=1 reports them at the failing launch)", what, err))
+	}
+}
+
+func (d *driver) Alloc(bytes int, zero bool) uintptr {
+	var p cu.DevicePtr
+	d.do(fmt.Sprintf("allocating %d bytes", bytes), func() (err error) {
+		if p, err = cu.MemAlloc(int64(bytes)); err != nil {
+			if free, total, e := cu.MemInfo(); e == nil {
+				err = fmt.Errorf("%w (%d MiB free of %d MiB)", err, free>>20, total>>20)
+			}
+			return err
+		}
+		if zero {
+			return cu.MemsetD8(p, 0, int64(bytes))
+		}
+		return nil
+	})
+	return uintptr(p)
+}
+
+// Free waits for the device first: the memory may be a scratch buffer that kernels still
+// queued on the stream use (the backend drops scratch when it grows, and the collector frees
+// it whenever it runs).
+func (d *driver) Free(p uintptr) {
+	d.do("freeing device memory", func() error {
+		if err := cu.Synchronize(); err != nil {
+			return err
+		}
+		return cu.MemFree(cu.DevicePtr(p))
+	})
+}
+
+func (d *driver) HtoD(dst uintptr, src unsafe.Pointer, bytes int) {
+	d.do("copying to the device", func() error { return cu.MemcpyHtoD(cu.DevicePtr(dst), src, int64(bytes)) })
+}
+
+func (d *driver) DtoH(dst unsafe.Pointer, src uintptr, bytes int) {
+	d.do("copying from the device", func() error { return cu.MemcpyDtoH(dst, cu.DevicePtr(src), int64(bytes)) })
+}
+
+func (d *driver) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args []launch.Arg) {
+	fn, ok := d.fns[k.Name]
+	if !ok {
+		panic("cuda: no kernel " + k.Name)
+	}
+	// cuLaunchKernel takes a pointer to each argument; Function.Launch copies the 8 bytes
+	// behind each one into C memory (a 4-byte parameter reads the low half).
+	vals := make([]uint64, len(args))
+	params := make([]unsafe.Pointer, len(args))
+	for i, a := range args {
+		vals[i] = a.Bits
+		params[i] = unsafe.Pointer(&vals[i])
+	}
+	d.do("launching "+k.Name, func() error {
+		if err := fn.Launch(grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z, shared, cu.Stream{}, params); err != nil {
+			return err
+		}
+		if d.syncEach {
+			return cu.Synchronize()
+		}
+		return nil
+	})
+}
+
+func (d *driver) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	d.do("cublasSgemm", func() error {
+		d.blas.Sgemm(trans(transA), trans(transB), m, n, k, alpha, devSlice(a), lda, devSlice(b), ldb, beta, devSlice(c), ldc)
+		if err := d.blas.Err(); err != nil {
+			return err
+		}
+		if d.syncEach {
+			return cu.Synchronize()
+		}
+		return nil
+	})
+}
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// devSlice presents a device address as the []float32 cu/blas takes (it passes &s[0] to
+// cuBLAS and never reads the slice). The address is outside the Go heap, so the collector
+// ignores it.
+func devSlice(p uintptr) []float32 {
+	return unsafe.Slice((*float32)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), 1)
+}

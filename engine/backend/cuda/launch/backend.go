@@ -1,0 +1,630 @@
+package launch
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
+)
+
+// Launch shapes. Kernels that use warp shuffles need whole warps.
+const (
+	flatBlock      = 256     // elementwise kernels
+	rowWarps       = 4       // warps per block for one-warp-per-row kernels
+	lnRowsPerChunk = 16      // LayerNorm backward: rows per partial sum (fixes the sum order)
+	colChunk       = 64      // column sums: rows per partial-sum chunk (fixes the sum order)
+	reduceBlock    = 256     // block reductions (rows of LogProbs and Softmax, SumSquares)
+	sqChunk        = 1 << 16 // SumSquares: elements per partial sum (fixes the sum order)
+	maxShared      = 48 << 10
+)
+
+// Backend implements backend.Backend by launching the kernels of package kernels through a
+// Driver. A Backend serves one caller at a time; concurrent calls are serialised.
+type Backend struct {
+	mu sync.Mutex
+	d  Driver
+
+	// Scratch, grown on demand and never shrunk.
+	partial *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
+	dd      *backend.Mem // attention backward D = dy·y, (n, nh)
+	sq      *backend.Mem // SumSquares partials and result, as doubles
+	bounds  *backend.Mem // attention: each row's sequence [start, end)
+
+	// The pack whose bounds are on the device, so that the 2·L attention calls of a step
+	// upload them once.
+	packStart, packLen []int32
+	packTmax           int
+	hostBounds         []int32
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a backend running on d.
+func New(d Driver) *Backend { return &Backend{d: d} }
+
+// Name describes the backend.
+func (b *Backend) Name() string { return b.d.Name() }
+
+// Driver returns the device driver.
+func (b *Backend) Driver() Driver { return b.d }
+
+// mem allocates n 4-byte elements; the device memory is freed when the Mem is unreachable.
+func (b *Backend) mem(n int, zero bool) *backend.Mem {
+	m := &backend.Mem{Len: n}
+	if n > 0 {
+		m.Dev = b.d.Alloc(4*n, zero)
+		d := b.d
+		runtime.AddCleanup(m, func(p uintptr) { d.Free(p) }, m.Dev)
+	}
+	return m
+}
+
+// scratch returns *s with room for n 4-byte elements, reallocating (contents undefined) if
+// it is smaller.
+func (b *Backend) scratch(s **backend.Mem, n int) *backend.Mem {
+	if *s == nil || (*s).Len < n {
+		*s = b.mem(max(n, 1), false)
+	}
+	return *s
+}
+
+func (b *Backend) Alloc(n int) backend.Buf {
+	return backend.Buf{M: b.mem(n, true), N: n}
+}
+
+func (b *Backend) AllocI32(n int) backend.I32 {
+	return backend.I32{M: b.mem(n, true), N: n}
+}
+
+// Device addresses of views.
+
+func addrF(x backend.Buf) uintptr { return x.M.Dev + 4*uintptr(x.Off) }
+func addrI(x backend.I32) uintptr { return x.M.Dev + 4*uintptr(x.Off) }
+
+// Kernel arguments.
+
+func argF(x backend.Buf) Arg {
+	if x.Nil() {
+		return Arg{0, 'F'}
+	}
+	return Arg{uint64(addrF(x)), 'F'}
+}
+
+func argI(x backend.I32) Arg { return Arg{uint64(addrI(x)), 'I'} }
+func argD(p uintptr) Arg     { return Arg{uint64(p), 'D'} }
+func argPF(p uintptr) Arg    { return Arg{uint64(p), 'F'} }
+func argPI(p uintptr) Arg    { return Arg{uint64(p), 'I'} }
+func argL(v int) Arg         { return Arg{uint64(int64(v)), 'l'} }
+func argF32(v float32) Arg   { return Arg{uint64(math.Float32bits(v)), 'f'} }
+func argInt(v int) Arg {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		panic(fmt.Sprintf("cuda: kernel argument %d does not fit in an int", v))
+	}
+	return Arg{uint64(uint32(int32(v))), 'i'}
+}
+
+// launch checks the arguments against the kernel's signature and launches it.
+func (b *Backend) launch(k kernels.Kernel, grid, block Dim, shared int, args ...Arg) {
+	if len(args) != len(k.Sig) {
+		panic(fmt.Sprintf("cuda: %s takes %d arguments, got %d", k.Name, len(k.Sig), len(args)))
+	}
+	for i, a := range args {
+		if a.Kind != k.Sig[i] {
+			panic(fmt.Sprintf("cuda: %s argument %d is %c, the kernel takes %c", k.Name, i, a.Kind, k.Sig[i]))
+		}
+	}
+	if shared > maxShared {
+		panic(fmt.Sprintf("cuda: %s needs %d bytes of shared memory, more than %d", k.Name, shared, maxShared))
+	}
+	b.d.Launch(k, grid, block, shared, args)
+}
+
+// rowBlock is the block size of a block reduction over n elements: about eight elements per
+// thread, in whole warps, at most reduceBlock.
+func rowBlock(n int) int { return min(reduceBlock, max(32, (ceilDiv(n, 8)+31)/32*32)) }
+
+// grid caps a block count at the driver's grid cap (at least 1).
+func (b *Backend) grid(blocks int) int { return max(1, min(blocks, b.d.GridCap())) }
+
+// flat launches an elementwise kernel over n elements, in blocks of flatBlock threads (fewer
+// for tiny arrays, such as the few rows of a decode step).
+func (b *Backend) flat(k kernels.Kernel, n int, args ...Arg) {
+	if n <= 0 {
+		return
+	}
+	block := min(flatBlock, (n+31)/32*32)
+	b.launch(k, D1(b.grid(ceilDiv(n, block))), D1(block), 0, args...)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// Size checks: a device kernel writing past a view corrupts memory silently, so every view
+// is checked on the host against the extent the kernel will touch (the CPU backend gets this
+// from Go's slice bounds checks).
+
+func need(op string, x backend.Buf, n int) {
+	if x.Nil() || x.N < n {
+		panic(fmt.Sprintf("cuda: %s: buffer of %d floats, need %d", op, x.N, n))
+	}
+}
+
+func needI(op string, x backend.I32, n int) {
+	if x.M == nil || x.N < n {
+		panic(fmt.Sprintf("cuda: %s: index buffer of %d ints, need %d", op, x.N, n))
+	}
+}
+
+func sameLen(op string, bufs ...backend.Buf) {
+	for _, x := range bufs[1:] {
+		if x.N != bufs[0].N {
+			panic("cuda: " + op + ": buffer sizes differ")
+		}
+	}
+}
+
+// Memory.
+
+func (b *Backend) Upload(dst backend.Buf, src []float32) {
+	if len(src) != dst.N {
+		panic("cuda: Upload size mismatch")
+	}
+	if len(src) > 0 {
+		b.d.HtoD(addrF(dst), unsafe.Pointer(&src[0]), 4*len(src))
+	}
+}
+
+func (b *Backend) Download(dst []float32, src backend.Buf) {
+	if len(dst) != src.N {
+		panic("cuda: Download size mismatch")
+	}
+	if len(dst) > 0 {
+		b.d.DtoH(unsafe.Pointer(&dst[0]), addrF(src), 4*len(dst))
+	}
+}
+
+func (b *Backend) UploadI32(dst backend.I32, src []int32) {
+	if len(src) != dst.N {
+		panic("cuda: UploadI32 size mismatch")
+	}
+	if len(src) > 0 {
+		b.d.HtoD(addrI(dst), unsafe.Pointer(&src[0]), 4*len(src))
+	}
+}
+
+func (b *Backend) Copy(dst, src backend.Buf) {
+	sameLen("Copy", dst, src)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.Copy, dst.N, argF(dst), argF(src), argL(dst.N))
+}
+
+func (b *Backend) Fill(dst backend.Buf, v float32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.Fill, dst.N, argF(dst), argF32(v), argL(dst.N))
+}
+
+// Elementwise.
+
+func (b *Backend) Add(out, a, c backend.Buf) {
+	sameLen("Add", out, a, c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.Add, out.N, argF(out), argF(a), argF(c), argL(out.N))
+}
+
+func (b *Backend) AddTo(dst, src backend.Buf) {
+	sameLen("AddTo", dst, src)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.AddTo, dst.N, argF(dst), argF(src), argL(dst.N))
+}
+
+func (b *Backend) Scale(dst backend.Buf, s float32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.Scale, dst.N, argF(dst), argF32(s), argL(dst.N))
+}
+
+func (b *Backend) GELU(out, inp backend.Buf) {
+	sameLen("GELU", out, inp)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.GELUForward, out.N, argF(out), argF(inp), argL(out.N))
+}
+
+func (b *Backend) GELUBackward(dinp, inp, dout backend.Buf) {
+	sameLen("GELUBackward", dinp, inp, dout)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.GELUBackward, dinp.N, argF(dinp), argF(inp), argF(dout), argL(dinp.N))
+}
+
+func (b *Backend) GatherRows(dst, src backend.Buf, rows backend.I32, c int) {
+	n := rows.N
+	need("GatherRows dst", dst, n*c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.GatherRows, n*c, argF(dst), argF(src), argI(rows), argInt(n), argInt(c))
+}
+
+func (b *Backend) ScatterRows(dst, src backend.Buf, rows backend.I32, c int) {
+	n := rows.N
+	need("ScatterRows src", src, n*c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.ScatterRows, n*c, argF(dst), argF(src), argI(rows), argInt(n), argInt(c))
+}
+
+// Embeddings.
+
+func (b *Backend) Encoder(out backend.Buf, tok, pos backend.I32, wte, wpe backend.Buf, n, c int) {
+	need("Encoder out", out, n*c)
+	needI("Encoder tok", tok, n)
+	needI("Encoder pos", pos, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.EncoderForward, n*c, argF(out), argI(tok), argI(pos), argF(wte), argF(wpe), argInt(n), argInt(c))
+}
+
+func (b *Backend) EncoderBackward(dwte, dwpe, dout backend.Buf, tok, pos backend.I32, n, c int) {
+	need("EncoderBackward dout", dout, n*c)
+	needI("EncoderBackward tok", tok, n)
+	needI("EncoderBackward pos", pos, n)
+	if n == 0 || c == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	const block = 128
+	b.launch(kernels.EncoderBackward, D1(b.grid(ceilDiv(c, block))), D1(block), 0,
+		argF(dwte), argF(dwpe), argF(dout), argI(tok), argI(pos), argInt(n), argInt(c))
+}
+
+// LayerNorm.
+
+func (b *Backend) LayerNorm(out, mean, rstd, inp, w, bias backend.Buf, n, c int, eps float32) {
+	need("LayerNorm out", out, n*c)
+	need("LayerNorm inp", inp, n*c)
+	need("LayerNorm mean", mean, n)
+	need("LayerNorm rstd", rstd, n)
+	need("LayerNorm w", w, c)
+	need("LayerNorm b", bias, c)
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.launch(kernels.LayerNormForward, D1(b.grid(ceilDiv(n, rowWarps))), D1(32*rowWarps), 0,
+		argF(out), argF(mean), argF(rstd), argF(inp), argF(w), argF(bias), argInt(n), argInt(c), argF32(eps))
+}
+
+func (b *Backend) LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd backend.Buf, n, c int) {
+	need("LayerNormBackward dinp", dinp, n*c)
+	need("LayerNormBackward dout", dout, n*c)
+	need("LayerNormBackward inp", inp, n*c)
+	need("LayerNormBackward dw", dw, c)
+	need("LayerNormBackward db", db, c)
+	need("LayerNormBackward w", w, c)
+	need("LayerNormBackward mean", mean, n)
+	need("LayerNormBackward rstd", rstd, n)
+	if n == 0 {
+		return
+	}
+	// Each warp keeps dw and db (2c floats) in shared memory.
+	warps := min(rowWarps, maxShared/(8*c))
+	if warps < 1 {
+		panic(fmt.Sprintf("cuda: LayerNormBackward: %d channels do not fit in shared memory", c))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	chunks := ceilDiv(n, lnRowsPerChunk)
+	part := b.scratch(&b.partial, chunks*2*c)
+	b.launch(kernels.LayerNormBackward, D1(b.grid(chunks)), D1(32*warps), warps*8*c,
+		argF(dinp), argPF(part.Dev), argF(dout), argF(inp), argF(w), argF(mean), argF(rstd),
+		argInt(n), argInt(c), argInt(lnRowsPerChunk))
+	b.accumulate(dw, part.Dev, chunks, 2*c, c)
+	b.accumulate(db, part.Dev+4*uintptr(c), chunks, 2*c, c)
+}
+
+// accumulate adds to dst[0:ncols) the sum over chunks of partial[k·ld + j], in chunk order.
+func (b *Backend) accumulate(dst backend.Buf, partial uintptr, chunks, ld, ncols int) {
+	const block = 256
+	b.launch(kernels.AccumulatePartials, D1(b.grid(ceilDiv(ncols, block))), D1(block), 0,
+		argF(dst), argPF(partial), argInt(chunks), argInt(ld), argInt(ncols))
+}
+
+// Matrix products. cuBLAS is column-major: a row-major (r, c) matrix is the column-major
+// (c, r) matrix with the same leading dimension, so row-major C = op(A)·op(B) is computed as
+// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. Sgemm with the operands (and their shapes) swapped.
+func (b *Backend) gemmRowMajor(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, bm uintptr, ldb int, beta float32, c uintptr, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	b.d.Sgemm(transB, transA, n, m, k, alpha, bm, ldb, a, lda, beta, c, ldc)
+}
+
+func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
+	need("MatMul out", out, n*oc)
+	need("MatMul inp", inp, n*c)
+	need("MatMul w", w, oc*c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	beta := float32(0)
+	if !bias.Nil() {
+		need("MatMul bias", bias, oc)
+		b.flat(kernels.BiasBroadcast, n*oc, argF(out), argF(bias), argInt(n), argInt(oc))
+		beta = 1
+	}
+	// out = inp·wᵀ (+ the broadcast bias).
+	b.gemmRowMajor(false, true, n, oc, c, 1, addrF(inp), c, addrF(w), c, beta, addrF(out), oc)
+}
+
+func (b *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, c, oc int) {
+	need("MatMulBackward dout", dout, n*oc)
+	need("MatMulBackward inp", inp, n*c)
+	need("MatMulBackward w", w, oc*c)
+	need("MatMulBackward dw", dw, oc*c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !dinp.Nil() {
+		need("MatMulBackward dinp", dinp, n*c)
+		// dinp = dout·w
+		b.gemmRowMajor(false, false, n, c, oc, 1, addrF(dout), oc, addrF(w), c, 0, addrF(dinp), c)
+	}
+	// dw += doutᵀ·inp
+	b.gemmRowMajor(true, false, oc, c, n, 1, addrF(dout), oc, addrF(inp), c, 1, addrF(dw), c)
+	if !dbias.Nil() && n > 0 {
+		need("MatMulBackward dbias", dbias, oc)
+		const block = 256
+		chunks := ceilDiv(n, colChunk)
+		part := b.scratch(&b.partial, chunks*oc)
+		b.launch(kernels.ColumnSums, Dim{b.grid(ceilDiv(oc, block)), b.grid(min(chunks, 65535)), 1}, D1(block), 0,
+			argPF(part.Dev), argF(dout), argInt(n), argInt(oc), argInt(colChunk))
+		b.accumulate(dbias, part.Dev, chunks, oc, oc)
+	}
+}
+
+// Attention.
+
+// packBounds puts each row's sequence bounds on the device (if the pack changed) and
+// returns them with the longest sequence length.
+func (b *Backend) packBounds(p backend.Pack) (uintptr, int) {
+	n := p.Rows()
+	if len(p.Start) != len(p.Len) {
+		panic("cuda: Pack with different Start and Len lengths")
+	}
+	if b.bounds != nil && equal(b.packStart, p.Start) && equal(b.packLen, p.Len) {
+		return b.bounds.Dev, b.packTmax
+	}
+	hb := b.hostBounds[:0]
+	for range 2 * n {
+		hb = append(hb, -1)
+	}
+	tmax := 0
+	for i, s := range p.Start {
+		l := p.Len[i]
+		if s < 0 || l < 0 || int(s+l) > n {
+			panic(fmt.Sprintf("cuda: Pack sequence %d (start %d, length %d) outside %d rows", i, s, l, n))
+		}
+		for r := s; r < s+l; r++ {
+			if hb[2*r] >= 0 {
+				panic(fmt.Sprintf("cuda: Pack sequences overlap at row %d", r))
+			}
+			hb[2*r], hb[2*r+1] = s, s+l
+		}
+		tmax = max(tmax, int(l))
+	}
+	b.hostBounds = hb
+	m := b.scratch(&b.bounds, max(2*n, 1))
+	if n > 0 {
+		b.d.HtoD(m.Dev, unsafe.Pointer(&hb[0]), 8*n)
+	}
+	b.packStart = append(b.packStart[:0], p.Start...)
+	b.packLen = append(b.packLen[:0], p.Len...)
+	b.packTmax = tmax
+	return m.Dev, tmax
+}
+
+func equal(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// warpGrid returns the block count and warps per block for one warp per item, with perWarp
+// floats of dynamic shared memory each.
+func (b *Backend) warpGrid(op string, items, perWarp int) (blocks, warps int) {
+	warps = min(rowWarps, maxShared/(4*max(perWarp, 1)))
+	if warps < 1 {
+		panic(fmt.Sprintf("cuda: %s: %d floats of shared memory per warp is more than the device gives (sequence too long)", op, perWarp))
+	}
+	return b.grid(ceilDiv(items, warps)), warps
+}
+
+func checkHeads(op string, nh, c int) int {
+	if nh <= 0 || c%nh != 0 {
+		panic(fmt.Sprintf("cuda: %s: %d channels do not split into %d heads", op, c, nh))
+	}
+	return c / nh
+}
+
+func (b *Backend) Attention(out, lse, qkv backend.Buf, p backend.Pack, nh, c int) {
+	hd := checkHeads("Attention", nh, c)
+	n := p.Rows()
+	need("Attention out", out, n*c)
+	need("Attention lse", lse, n*nh)
+	need("Attention qkv", qkv, n*3*c)
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bounds, tmax := b.packBounds(p)
+	per := hd + tmax
+	blocks, warps := b.warpGrid("Attention", n*nh, per)
+	b.launch(kernels.AttentionForward, D1(blocks), D1(32*warps), 4*warps*per,
+		argF(out), argF(lse), argF(qkv), argPI(bounds), argInt(n), argInt(nh), argInt(c), argInt(tmax))
+}
+
+func (b *Backend) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend.Pack, nh, c int) {
+	hd := checkHeads("AttentionBackward", nh, c)
+	n := p.Rows()
+	need("AttentionBackward dqkv", dqkv, n*3*c)
+	need("AttentionBackward dout", dout, n*c)
+	need("AttentionBackward out", out, n*c)
+	need("AttentionBackward lse", lse, n*nh)
+	need("AttentionBackward qkv", qkv, n*3*c)
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bounds, tmax := b.packBounds(p)
+	dd := b.scratch(&b.dd, n*nh)
+	per := 2*hd + tmax
+	blocks, warps := b.warpGrid("AttentionBackward", n*nh, per)
+	b.launch(kernels.AttentionBackwardDQ, D1(blocks), D1(32*warps), 4*warps*per,
+		argF(dqkv), argPF(dd.Dev), argF(dout), argF(out), argF(lse), argF(qkv), argPI(bounds),
+		argInt(n), argInt(nh), argInt(c), argInt(tmax))
+	per = 2*hd + 2*tmax
+	blocks, warps = b.warpGrid("AttentionBackward", n*nh, per)
+	b.launch(kernels.AttentionBackwardKV, D1(blocks), D1(32*warps), 4*warps*per,
+		argF(dqkv), argPF(dd.Dev), argF(dout), argF(lse), argF(qkv), argPI(bounds),
+		argInt(n), argInt(nh), argInt(c), argInt(tmax))
+}
+
+// kvSlots is the number of cache slots a KV holds.
+func kvSlots(op string, kv backend.KV, c int) int {
+	if kv.Cap <= 0 || kv.K.N != kv.V.N || kv.K.N%(kv.Cap*c) != 0 {
+		panic(fmt.Sprintf("cuda: %s: KV cache of %d floats is not slots × %d positions × %d channels", op, kv.K.N, kv.Cap, c))
+	}
+	return kv.K.N / (kv.Cap * c)
+}
+
+func (b *Backend) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, c int) {
+	slots := kvSlots("KVWrite", kv, c)
+	need("KVWrite qkv", qkv, n*3*c)
+	needI("KVWrite slot", slot, n)
+	needI("KVWrite pos", pos, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.KVWrite, n*c, argF(kv.K), argF(kv.V), argF(qkv), argI(slot), argI(pos),
+		argInt(n), argInt(c), argInt(kv.Cap), argInt(slots))
+}
+
+func (b *Backend) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos backend.I32, n, nh, c int) {
+	hd := checkHeads("AttentionDecode", nh, c)
+	slots := kvSlots("AttentionDecode", kv, c)
+	need("AttentionDecode out", out, n*c)
+	need("AttentionDecode qkv", qkv, n*3*c)
+	needI("AttentionDecode slot", slot, n)
+	needI("AttentionDecode pos", pos, n)
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	per := hd + kv.Cap
+	blocks, warps := b.warpGrid("AttentionDecode", n*nh, per)
+	b.launch(kernels.AttentionDecode, D1(blocks), D1(32*warps), 4*warps*per,
+		argF(out), argF(qkv), argF(kv.K), argF(kv.V), argI(slot), argI(pos),
+		argInt(n), argInt(nh), argInt(c), argInt(kv.Cap), argInt(slots))
+}
+
+// Log-probabilities.
+
+func (b *Backend) LogProbs(lse, logp, ent, logits backend.Buf, targets backend.I32, rows, v int, invTemp float32) {
+	need("LogProbs lse", lse, rows)
+	need("LogProbs logp", logp, rows)
+	need("LogProbs logits", logits, rows*v)
+	needI("LogProbs targets", targets, rows)
+	if !ent.Nil() {
+		need("LogProbs ent", ent, rows)
+	}
+	if rows == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.launch(kernels.LogProbsForward, D1(b.grid(rows)), D1(rowBlock(v)), 0,
+		argF(lse), argF(logp), argF(ent), argF(logits), argI(targets), argInt(rows), argInt(v), argF32(invTemp))
+}
+
+func (b *Backend) LogProbsBackward(logits, lse, ent, dlogp, dent backend.Buf, targets backend.I32, rows, v int, invTemp float32) {
+	need("LogProbsBackward logits", logits, rows*v)
+	need("LogProbsBackward lse", lse, rows)
+	need("LogProbsBackward dlogp", dlogp, rows)
+	needI("LogProbsBackward targets", targets, rows)
+	if !dent.Nil() {
+		need("LogProbsBackward dent", dent, rows)
+		need("LogProbsBackward ent", ent, rows)
+	} else {
+		ent = backend.Buf{}
+	}
+	if rows == 0 || v == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.launch(kernels.LogProbsBackward, Dim{b.grid(ceilDiv(v, flatBlock)), b.grid(min(rows, 65535)), 1}, D1(flatBlock), 0,
+		argF(logits), argF(lse), argF(ent), argF(dlogp), argF(dent), argI(targets), argInt(rows), argInt(v), argF32(invTemp))
+}
+
+func (b *Backend) Softmax(probs, lse, logits backend.Buf, rows, v int, invTemp float32) {
+	need("Softmax probs", probs, rows*v)
+	need("Softmax lse", lse, rows)
+	need("Softmax logits", logits, rows*v)
+	if rows == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.launch(kernels.Softmax, D1(b.grid(rows)), D1(rowBlock(v)), 0,
+		argF(probs), argF(lse), argF(logits), argInt(rows), argInt(v), argF32(invTemp))
+}
+
+// Optimizer.
+
+func (b *Backend) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
+	sameLen("AdamW", p, g, m, v)
+	// The scalars exactly as the CPU backend derives them.
+	bc1 := 1 - math.Pow(float64(h.Beta1), float64(h.Step))
+	bc2 := 1 - math.Pow(float64(h.Beta2), float64(h.Step))
+	decay := 1 - h.LR*h.WeightDecay
+	step := float32(float64(h.LR) / bc1)
+	isb := float32(1 / math.Sqrt(bc2))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.AdamW, p.N, argF(p), argF(g), argF(m), argF(v), argL(p.N),
+		argF32(h.Beta1), argF32(h.Beta2), argF32(h.Eps), argF32(decay), argF32(step), argF32(isb))
+}
+
+func (b *Backend) SumSquares(x backend.Buf) float64 {
+	if x.N == 0 {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	chunks := ceilDiv(x.N, sqChunk)
+	// chunks partial doubles, then the result: 2 floats each.
+	s := b.scratch(&b.sq, 2*(chunks+1))
+	out := s.Dev + 8*uintptr(chunks)
+	// Block sizes depend on the sizes only, so the summation order is fixed for a given n.
+	b.launch(kernels.SumSquaresPartial, D1(b.grid(chunks)), D1(rowBlock(min(x.N, sqChunk))), 0,
+		argD(s.Dev), argF(x), argL(x.N), argInt(sqChunk))
+	b.launch(kernels.SumSquaresFinal, D1(1), D1(rowBlock(chunks)), 0, argD(out), argD(s.Dev), argInt(chunks))
+	var r float64
+	b.d.DtoH(unsafe.Pointer(&r), out, 8)
+	return r
+}

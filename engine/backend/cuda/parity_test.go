@@ -1,0 +1,55 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"testing"
+
+	"gorgonia.org/cu"
+
+	"github.com/rookscript/rookscript/engine/backend/cuda/internal/paritytest"
+	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
+)
+
+// TestParity compares the GPU with the CPU backend: every kernel, determinism, a full
+// forward/backward, a GRPO-like step and KV-cache decoding (tolerances in paritytest).
+func TestParity(t *testing.T) {
+	b, err := New(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := b.Driver().(*driver)
+	t.Logf("device %s, kernels for %s", d.Device, d.Arch)
+	paritytest.Run(t, b)
+}
+
+// TestModules: every committed PTX target this GPU can run JIT-compiles on it (sm_80 PTX runs
+// on every later architecture) and contains every kernel.
+func TestModules(t *testing.T) {
+	b, err := New(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := b.Driver().(*driver)
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		if arch == "sm_90" && d.Major < 9 {
+			continue
+		}
+		ptx, _ := kernels.Source(arch)
+		err := d.ctx.Do(func() error {
+			mod, err := cu.LoadData(ptx)
+			if err != nil {
+				return err
+			}
+			for _, k := range kernels.All {
+				if _, err := mod.Function(k.Name); err != nil {
+					return err
+				}
+			}
+			return mod.Unload()
+		})
+		if err != nil {
+			t.Errorf("%s PTX on %s: %v", arch, d.Device, err)
+		}
+	}
+}
