@@ -6,6 +6,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/rollout"
 )
 
@@ -24,6 +25,7 @@ func (b *batch) String() string {
 func checkBatch(L *lua.LState, n int) *batch { return check[*batch](L, n, batchType) }
 
 var batchMethods = map[string]lua.LGFunction{
+	"logprob_gap": batchLogprobGap,
 	"completion":  batchCompletion,
 	"texts":       batchTexts,
 	"prompts":     batchPrompts,
@@ -190,4 +192,49 @@ func luaRewardFn(L *lua.LState) int {
 	b.b.Rewards, b.b.Components = r, nil
 	L.Push(fromGo(L, r))
 	return 1
+}
+
+// batch:logprob_gap(model [, {alone=4}]) → the largest |Δ| between the log-probabilities the
+// sampler recorded and the model's training forward for the same tokens, over the whole batch
+// packed together, and over the first `alone` completions each forwarded alone
+// (DESIGN §6.2: both must be below 1e-4). Returns packed, alone.
+func batchLogprobGap(L *lua.LState) int {
+	b := checkBatch(L, 1)
+	m := checkModel(L, 2)
+	o := optsArg(L, 3, "batch:logprob_gap")
+	alone := o.int("alone", 4)
+	o.done()
+	gap := func(idx []int) float64 {
+		var gb gpt2.Batch
+		var want []float32
+		for _, i := range idx {
+			c := b.b.Completions[i]
+			p := b.b.Prompts[c.Prompt]
+			gb.Add(append(append([]int32{}, p...), c.Tokens...), len(p)-1)
+			want = append(want, c.LogProbs...)
+		}
+		var out gpt2.Output
+		if err := m.m.Forward(&gb, b.b.Temperature, false, &out); err != nil {
+			L.RaiseError("%s", err.Error())
+		}
+		worst := 0.0
+		for i := range want {
+			worst = max(worst, math.Abs(float64(out.LogP[i]-want[i])))
+		}
+		return worst
+	}
+	all := make([]int, len(b.b.Completions))
+	for i := range all {
+		all[i] = i
+	}
+	packed, single := 0.0, 0.0
+	if len(all) > 0 {
+		packed = gap(all)
+	}
+	for i := 0; i < min(alone, len(all)); i++ {
+		single = max(single, gap([]int{i}))
+	}
+	L.Push(lua.LNumber(packed))
+	L.Push(lua.LNumber(single))
+	return 2
 }

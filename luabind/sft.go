@@ -9,9 +9,11 @@ import (
 )
 
 // docsArg reads SFT documents: strings (every token is learned) or tables {prompt=, target=}
-// (only the target's tokens are learned; prompt and target are tokenized separately, as a
-// rollout sees them). Every document ends with <|endoftext|>.
-func docsArg(L *lua.LState, n int) []sft.Doc {
+// whose prompt and target are tokenized separately, exactly as a rollout sees them (the BPE
+// of a whole row can merge across the boundary, and a model trained on that would expect a
+// token its prompts never end with); with completionOnly only the target's tokens are
+// learned. Every document ends with <|endoftext|>.
+func docsArg(L *lua.LState, n int, completionOnly bool) []sft.Doc {
 	t := L.CheckTable(n)
 	tk := tokenizerOrRaise(L)
 	docs := make([]sft.Doc, 0, t.Len())
@@ -26,7 +28,11 @@ func docsArg(L *lua.LState, n int) []sft.Doc {
 				L.ArgError(n, fmt.Sprintf("document %d: want a string or a table with string fields prompt and target", i))
 			}
 			pt := tk.Encode(string(p))
-			docs = append(docs, sft.Doc{Tokens: append(pt, tk.EncodeDoc(string(g))...), ScoreFrom: max(0, len(pt)-1)})
+			d := sft.Doc{Tokens: append(pt, tk.EncodeDoc(string(g))...)}
+			if completionOnly {
+				d.ScoreFrom = max(0, len(pt)-1)
+			}
+			docs = append(docs, d)
 		default:
 			L.ArgError(n, fmt.Sprintf("document %d is a %s", i, v.Type()))
 		}
@@ -34,17 +40,18 @@ func docsArg(L *lua.LState, n int) []sft.Doc {
 	return docs
 }
 
-// rook.sft.step(model, opt, docs [, {lr=, max_grad_norm=1, micro_tokens=}]) → metrics
-// {loss, tokens, grad_norm, lr, finite, ...}: one optimizer step on mean cross-entropy.
+// rook.sft.step(model, opt, docs [, {lr=, max_grad_norm=1, micro_tokens=,
+// loss_on="completion"|"all"}]) → metrics {loss, tokens, grad_norm, lr, finite, ...}: one
+// optimizer step on mean cross-entropy.
 func luaSFTStep(L *lua.LState) int {
 	m := checkModel(L, 1)
 	a := checkAdam(L, 2)
 	if a.model != m {
 		L.ArgError(2, "this optimizer belongs to another model")
 	}
-	docs := docsArg(L, 3)
 	o := optsArg(L, 4, "rook.sft.step")
 	cfg := sft.Config{LR: o.num("lr", a.o.Config.LR), MaxGradNorm: o.num("max_grad_norm", 1), MicroTokens: o.int("micro_tokens", 0)}
+	docs := docsArg(L, 3, lossOn(L, o))
 	o.done()
 	res, err := sft.Step(L.Context(), m.m, a.o, docs, cfg)
 	if err != nil {
@@ -54,12 +61,12 @@ func luaSFTStep(L *lua.LState) int {
 	return 1
 }
 
-// rook.sft.loss(model, docs [, {micro_tokens=}]) → mean cross-entropy (no update).
+// rook.sft.loss(model, docs [, {micro_tokens=, loss_on=}]) → mean cross-entropy (no update).
 func luaSFTLoss(L *lua.LState) int {
 	m := checkModel(L, 1)
-	docs := docsArg(L, 2)
 	o := optsArg(L, 3, "rook.sft.loss")
 	micro := o.int("micro_tokens", 0)
+	docs := docsArg(L, 2, lossOn(L, o))
 	o.done()
 	loss, err := sft.Loss(L.Context(), m.m, docs, micro)
 	if err != nil {
@@ -67,4 +74,16 @@ func luaSFTLoss(L *lua.LState) int {
 	}
 	L.Push(lua.LNumber(loss))
 	return 1
+}
+
+func lossOn(L *lua.LState, o *opts) bool {
+	switch v := o.str("loss_on", "completion"); v {
+	case "completion":
+		return true
+	case "all":
+		return false
+	default:
+		L.RaiseError("%s: loss_on %q is not completion or all", o.what, v)
+		return false
+	}
 }

@@ -1,0 +1,27 @@
+-- eval: the DESIGN evaluation metrics of a model on a fixed set of RookWorld prompts.
+--
+--   rookscript recipes/eval.lua model=runs/grpo_stable/checkpoints/step-00000030/model
+local rook = require("rook")
+local evalkit = require("evalkit")
+
+local cfg = rook.config{
+  model = "default",            -- "default", an HF dir, an llm.c .bin
+  positions = "generator",      -- "generator" (seeded games) or a FEN/EPD/PGN/training-text file
+  seed = 201, size = 64, env_fraction = 0.5,
+  max_new_tokens = 72, greedy = true, temperature = 1.0,
+  stockfish_depth = 8, stockfish_workers = 2, malformed = -0.3,
+  device = "cpu",
+}
+
+local sf = assert(rook.stockfish{ depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
+local model = cfg.model
+if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
+local m = assert(rook.load(model, { device = cfg.device }))
+local source = cfg.positions == "generator"
+  and { generator = { seed = cfg.seed, max_plies = 80 }, task = "mix", env_fraction = cfg.env_fraction }
+  or { path = cfg.positions, seed = cfg.seed, task = "mix", env_fraction = cfg.env_fraction, loop = false }
+local set = evalkit.set(assert(rook.positions(source)), cfg.size)
+local metrics = evalkit.run(m, set, sf, { greedy = cfg.greedy, temperature = cfg.temperature,
+                                         max_new_tokens = cfg.max_new_tokens, malformed = cfg.malformed })
+print(evalkit.compare({ [cfg.model] = metrics }))
+return metrics

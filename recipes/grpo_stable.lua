@@ -1,0 +1,83 @@
+-- grpo_stable: the main job. GRPO on RookWorld tasks (P: best-move policy, A: rules engine)
+-- with the settings that kept earlier systems stable: β warm-up, a conservative clip and
+-- learning rate, a -0.3 malformed floor, gradient clipping, and a recovery policy.
+-- Evaluates before and after, and prints the DESIGN metrics side by side.
+--
+--   rookscript recipes/grpo_stable.lua                          # the embedded default model
+--   rookscript recipes/grpo_stable.lua model=path/to/RookWorld-LM-124M steps=200 lr=1e-6
+--   rookscript recipes/grpo_stable.lua resume=runs/grpo_stable  # continue a run
+local rook = require("rook")
+local sched = require("schedules")
+local recovery = require("recovery")
+local evalkit = require("evalkit")
+local cur = require("curriculum")
+
+local cfg = rook.config{
+  model = "default",            -- "default": the embedded default model; or an HF dir / llm.c .bin
+  run_dir = "runs/grpo_stable", -- checkpoints, metrics.jsonl, recipe and config copies
+  device = "cpu", threads = 0,
+  seed = 1,
+  steps = 30, prompts = 8, group = 8,
+  max_new_tokens = 72, temperature = 1.0, top_k = 0, top_p = 1.0,
+  env_fraction = 0.5,           -- share of A: (rules) prompts; the rest are P: (policy)
+  lr = 5e-5, lr_warmup = 3, lr_schedule = "constant",
+  kl_coef = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
+  clip_low = 0.2, clip_high = 0.2, scale = "group", aggregation = "grpo",
+  max_grad_norm = 1.0, epochs = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
+  malformed = -0.3,             -- reward floor for unparsable output (-1.0 drove NaNs)
+  stockfish_depth = 8, stockfish_workers = 2,
+  eval_size = 64, eval_every = 0, save_every = 10, keep = 3,
+  recovery = { lr_factor = 0.5, rollback_after = 2, stop_after = 5, kl_stop = 2.0 },
+}
+
+local sf = assert(rook.stockfish{ depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
+local model = cfg.model
+if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
+local policy = assert(rook.load(model, { device = cfg.device, threads = cfg.threads }))
+local ref = policy:reference()
+local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0 })
+local data = rook.positions{ generator = { seed = cfg.seed + 100, max_plies = 80 }, task = "mix" }
+local evalset = evalkit.set(rook.positions{ generator = { seed = cfg.seed + 200, max_plies = 80 },
+                                            task = "mix", env_fraction = 0.5 }, cfg.eval_size)
+local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume ~= "" and cfg.resume or nil,
+                             policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps,
+                             keep = cfg.keep, best = "eval/reward_mean" })
+local rec = recovery.new(cfg.recovery)
+local state = run:state()
+rec:restore(state.recovery)
+
+local function evaluate(step)
+  local m = evalkit.run(policy, evalset, sf, { malformed = cfg.malformed })
+  run:log(step, m, "eval")
+  return m
+end
+local before = state.before or evaluate(run.step)
+
+for step = run.step + 1, cfg.steps do
+  local prompts = cur.next(data, cfg.prompts, cfg.env_fraction)
+  local batch = policy:rollout(prompts, { group = cfg.group, temperature = cfg.temperature,
+    max_new_tokens = cfg.max_new_tokens, top_k = cfg.top_k, top_p = cfg.top_p, seed = cfg.seed * 1000003 + step })
+  rook.reward.chess(batch, { engine = sf, malformed = cfg.malformed })
+  local m = rook.grpo.step(policy, ref, opt, batch, {
+    lr = sched.lr(step, cfg) * opt:lr() / cfg.lr, beta = sched.kl_warmup(step, cfg),
+    kl_estimator = cfg.kl_estimator, clip_low = cfg.clip_low, clip_high = cfg.clip_high,
+    scale = cfg.scale, aggregation = cfg.aggregation, max_grad_norm = cfg.max_grad_norm,
+    epochs = cfg.epochs, minibatches = cfg.minibatches, micro_batch = cfg.micro_batch,
+    drop_zero_std = cfg.drop_zero_std })
+  run:log(step, m)
+  local action = rec:check(step, m, { run = run, opt = opt })
+  if action == "stop" then
+    run:report(rec:report())
+    break
+  end
+  local eval_now = cfg.eval_every > 0 and step % cfg.eval_every == 0
+  local last = eval_now and evaluate(step) or nil
+  if step % cfg.save_every == 0 or step == cfg.steps then
+    run:save(step, { state = { before = before, recovery = rec:state() }, metrics = last and { ["eval/reward_mean"] = last.reward_mean } })
+  end
+end
+
+local after = evaluate(cfg.steps)
+print()
+print(evalkit.compare({ before = before, after = after }, { "before", "after" }))
+return { before = before, after = after }

@@ -1,0 +1,72 @@
+--- defaultmodel: the embedded default model — a small RookWorld-format chess LM that
+--- rookscript builds for itself, so the main job runs on a fresh machine with nothing
+--- downloaded. It is NOT RookWorld-LM-124M: a GPT-2 of 7.3M parameters (4 layers, d=128,
+--- the GPT-2 tokenizer), trained by SFT on RookWorld text this module generates (A: rows
+--- labelled by the rules, P: rows labelled by Stockfish at a fixed depth). The build is
+--- deterministic and cached in rook.cache_dir(); users with RookWorld-LM pass model=<dir>.
+---
+---   local path = require("defaultmodel").ensure{ log = true }
+---   local policy = rook.load(path)
+local rook = require("rook")
+local sftloop = require("sftloop")
+
+local M = {}
+
+--- The recipe of the build. Changing it changes VERSION, so a new cache entry is built.
+M.VERSION = "v1"
+M.SPEC = {
+  arch = "random:small@seed=1", -- GPT-2, 4 layers, 4 heads, d=128, context 256
+  rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1,
+  steps = 400, batch = 16, lr = 2e-3, lr_warmup = 20, lr_min = 1e-4, max_grad_norm = 1,
+}
+
+M.DESCRIPTION = "rookscript default model " .. M.VERSION .. ": a 7.3M-parameter GPT-2 trained by SFT on "
+  .. M.SPEC.rows .. " generated RookWorld rows (not RookWorld-LM-124M)"
+
+function M.dir() return rook.cache_dir() .. "/default-model-" .. M.VERSION end
+
+--- ensure{engine=, log=} → the path of the built model, building it first if needed
+--- (a few minutes on 2 cores). engine: a rook.stockfish to label P: rows with (one is
+--- started for the build if not given).
+function M.ensure(o)
+  o = o or {}
+  local dir = M.dir()
+  local model = dir .. "/model"
+  if rook.exists(model .. "/config.json") then
+    if o.log then rook.log("%s (cached in %s)", M.DESCRIPTION, model) end
+    return model
+  end
+  local say = function(...) if o.log then rook.log(...) end end
+  say("building the %s", M.DESCRIPTION)
+  local sf = o.engine
+  if not sf then
+    local err
+    sf, err = rook.stockfish{ depth = M.SPEC.depth, workers = 2 }
+    assert(sf, err)
+  end
+  local data = dir .. "/train.txt"
+  if not rook.exists(data) then
+    local t0 = rook.clock()
+    local gen = rook.positions{ generator = { seed = M.SPEC.data_seed, style = "opening", max_plies = 80 } }
+    local st = assert(rook.chess.dataset(gen, sf, data, {
+      rows = M.SPEC.rows, env_fraction = M.SPEC.env_fraction, seed = M.SPEC.data_seed, depth = M.SPEC.depth }))
+    say("generated %d training rows in %.0fs (%s)", M.SPEC.rows, rook.clock() - t0, data)
+  end
+  local policy = assert(rook.load(M.SPEC.arch))
+  local t0 = rook.clock()
+  sftloop.train{
+    model = policy, data = rook.positions{ path = data, loop = true },
+    steps = M.SPEC.steps, batch = M.SPEC.batch, lr = M.SPEC.lr, lr_warmup = M.SPEC.lr_warmup,
+    lr_min = M.SPEC.lr_min, max_grad_norm = M.SPEC.max_grad_norm,
+    log = function(step, m)
+      if step % 50 == 0 or step == M.SPEC.steps then
+        say("default model SFT step %d/%d: loss %.3f (%.0f tok/s)", step, M.SPEC.steps, m.loss, m.tokens_per_sec)
+      end
+    end,
+  }
+  assert(policy:save(model))
+  say("built in %.0fs: %s", rook.clock() - t0, model)
+  return model
+end
+
+return M
