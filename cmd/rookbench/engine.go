@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/device"
+	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/optim"
+	"github.com/rookscript/rookscript/engine/rollout"
+)
+
+// sample is one timed run of anything: wall-clock ms, and the CPU time (user + system, all
+// threads) and system time of the process that ran it, in ms. Generation runs also split
+// their time into prefill and decode; sampler runs report their token rate.
+type sample struct {
+	ms, cpu, sys    float64
+	prefill, decode float64
+	tokPerS         float64
+	steps           int
+}
+
+// cpuMS is this process's CPU time so far (all threads): user + system, and system alone.
+func cpuMS() (total, sys float64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN(), math.NaN()
+	}
+	u, s := float64(ru.Utime.Nano())/1e6, float64(ru.Stime.Nano())/1e6
+	return u + s, s
+}
+
+// timed runs f once and measures it in this process. A run done by another process (a
+// PyTorch server) comes back with its own wall and CPU times, which are kept.
+func timed(f func() (sample, error)) (sample, error) {
+	c0, s0 := cpuMS()
+	t := time.Now()
+	r, err := f()
+	if r.ms != 0 {
+		return r, err
+	}
+	r.ms = float64(time.Since(t).Nanoseconds()) / 1e6
+	c1, s1 := cpuMS()
+	r.cpu, r.sys = c1-c0, s1-s0
+	return r, err
+}
+
+// plain adapts a function without results of its own to timed.
+func plain(f func() error) func() (sample, error) {
+	return func() (sample, error) { return sample{}, f() }
+}
+
+// GEMM ceiling shape: out (gemmN, gemmOC) = inp (gemmN, gemmC) · w (gemmOC, gemmC)ᵀ, the MLP's
+// c_fc product at 768 rows.
+const gemmN, gemmC, gemmOC = 768, 768, 3072
+
+// gemmSample is the least time one GEMM-rate sample spends, repeating the product as needed.
+const gemmSample = 250 * time.Millisecond
+
+// gemmRate measures be.MatMul at the ceiling shape in GFLOP/s, one sample per run; each
+// sample repeats the product for at least gemmSample.
+func gemmRate(be backend.Backend, warmup, runs int, label string) series {
+	r := rand.New(rand.NewPCG(3, 3))
+	host := func(n int) backend.Buf {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		b := be.Alloc(n)
+		be.Upload(b, v)
+		return b
+	}
+	inp, w, out := host(gemmN*gemmC), host(gemmOC*gemmC), be.Alloc(gemmN*gemmOC)
+	one := func() { be.MatMul(out, inp, w, backend.Buf{}, gemmN, gemmC, gemmOC) }
+	for range max(warmup, 1) {
+		one()
+	}
+	t := time.Now()
+	one()
+	reps := max(1, int(math.Ceil(float64(gemmSample)/float64(max(time.Since(t), time.Microsecond)))))
+	flop := 2.0 * gemmN * gemmC * gemmOC
+	var runsOut []sample
+	for i := range runs {
+		s, _ := timed(func() (sample, error) {
+			for range reps {
+				one()
+			}
+			return sample{}, nil
+		})
+		runsOut = append(runsOut, s)
+		progress("  %s %d/%d: %.1f GFLOP/s", label, i+1, runs, flop*float64(reps)/s.ms/1e6)
+	}
+	return fromRuns(runsOut, func(s sample) float64 { return flop * float64(reps) / s.ms / 1e6 })
+}
+
+// gemmResults are the three ways the CPU backend can run the ceiling GEMM.
+type gemmResults struct {
+	single, pool, blasThreads series
+}
+
+// measureGEMM times the ceiling GEMM on one worker (one single-threaded OpenBLAS call), on
+// the backend's pool of threads workers (the product cut into one part per worker, as every
+// engine GEMM runs), and, for reference, as one call on OpenBLAS's own threads.
+func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
+	var g gemmResults
+	one, err := device.Open("cpu", device.Options{Threads: 1})
+	if err != nil {
+		return g, err
+	}
+	g.single = gemmRate(one, warmup, runs, "SGEMM, 1 thread")
+	if threads == 1 {
+		g.pool = skipped("-threads 1: the pool is the single thread above")
+		g.blasThreads = skipped("-threads 1")
+		return g, nil
+	}
+	pool, err := device.Open("cpu", device.Options{Threads: threads})
+	if err != nil {
+		return g, err
+	}
+	g.pool = gemmRate(pool, warmup, runs, fmt.Sprintf("SGEMM, pool of %d", threads))
+	cpu.SetBLASThreads(threads)
+	g.blasThreads = gemmRate(one, warmup, runs, fmt.Sprintf("SGEMM, OpenBLAS %d threads", threads))
+	cpu.SetBLASThreads(1) // as every CPU backend wants it
+	return g, nil
+}
+
+// loadModel is GPT-2 124M with random weights, asked for by name, on a CPU backend of
+// threads workers.
+func loadModel(threads int) (*gpt2.Model, gpt2.Source, error) {
+	cfg, params, src, err := gpt2.Load(modelSpec)
+	if err != nil {
+		return nil, src, err
+	}
+	be, err := device.Open("cpu", device.Options{Threads: threads})
+	if err != nil {
+		return nil, src, err
+	}
+	m, err := gpt2.New(be, cfg, params)
+	return m, src, err
+}
+
+// trainBatch is bsz random sequences of t tokens with every position scored against the next
+// token (the last one against a random extra token), each row weighted −1/rows: the gradient
+// of the mean cross-entropy, as engine/gpt2's BenchmarkTrainStep124M.
+func trainBatch(vocab, bsz, t int) (*gpt2.Batch, []float32) {
+	r := rand.New(rand.NewPCG(2, 2))
+	var b gpt2.Batch
+	for range bsz {
+		s := make([]int32, t+1)
+		for i := range s {
+			s[i] = int32(r.IntN(vocab))
+		}
+		b.Add(s[:t], 0)
+		b.Rows = append(b.Rows, int32(len(b.Tokens)-1))
+		b.Targets = append(b.Targets, s[t])
+	}
+	w := make([]float32, len(b.Rows))
+	for i := range w {
+		w[i] = -1 / float32(len(w))
+	}
+	return &b, w
+}
+
+// engineSteps runs the engine's forward and train step at B×T.
+type engineSteps struct {
+	m    *gpt2.Model
+	b    *gpt2.Batch
+	w    []float32
+	out  gpt2.Output
+	opt  *optim.AdamW
+	loss float64 // mean cross-entropy of the first forward (≈ ln V for a random model)
+}
+
+// newEngineSteps prepares the batch, runs one forward (for the loss) and one train step
+// (which allocates gradients, optimizer moments and backward activations: the first touch of
+// ~1.5 GB, not part of any measurement).
+func newEngineSteps(m *gpt2.Model, bsz, t int) (*engineSteps, error) {
+	e := &engineSteps{m: m}
+	e.b, e.w = trainBatch(m.Config.VocabSize, bsz, t)
+	if err := e.forward(); err != nil {
+		return nil, err
+	}
+	for _, lp := range e.out.LogP {
+		e.loss -= float64(lp) / float64(len(e.out.LogP))
+	}
+	opt, err := optim.NewAdamW(m, optim.DefaultAdamW())
+	if err != nil {
+		return nil, err
+	}
+	e.opt = opt
+	return e, e.train()
+}
+
+// forward is Forward with the LM head and log-softmax on every row.
+func (e *engineSteps) forward() error { return e.m.Forward(e.b, 1, false, &e.out) }
+
+// train is Forward, ZeroGrads, Backward of the mean cross-entropy and an AdamW step.
+func (e *engineSteps) train() error {
+	if err := e.m.Forward(e.b, 1, false, &e.out); err != nil {
+		return err
+	}
+	e.m.ZeroGrads()
+	if err := e.m.Backward(e.w, nil); err != nil {
+		return err
+	}
+	e.opt.Step(1e-4)
+	return nil
+}
+
+// allocsPerStep counts the heap allocations of one more train step.
+func (e *engineSteps) allocsPerStep() (float64, error) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := e.train()
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs - before.Mallocs), err
+}
+
+// Rollout shapes of issue 4 item 5: genPrompts unique prompts of genPromptLen tokens, each
+// completed genGroup times, genNew decode steps.
+const genPrompts, genGroup, genPromptLen, genNew = 8, 8, 80, 64
+
+// genPromptTokens are the benchmark's prompts: genPrompts random sequences of genPromptLen.
+func genPromptTokens(vocab int) [][]int32 {
+	r := rand.New(rand.NewPCG(4, 4))
+	out := make([][]int32, genPrompts)
+	for p := range out {
+		out[p] = make([]int32, genPromptLen)
+		for i := range out[p] {
+			out[p][i] = int32(r.IntN(vocab))
+		}
+	}
+	return out
+}
+
+// engineGen is greedy KV-cache generation through the model's own calls: Prefill of the
+// unique prompts (one slot per prompt), CopySlot of each prompt's cache into its group's
+// other slots, then genNew Decode steps of one token per sequence, the next token being the
+// argmax of the logits.
+type engineGen struct {
+	m                         *gpt2.Model
+	kv                        *gpt2.KVCache
+	threads                   int
+	prompts                   gpt2.Batch
+	promptSlots               []int32
+	first, tokens, slots, pos []int32
+}
+
+func newEngineGen(m *gpt2.Model, threads int) (*engineGen, error) {
+	seqs := genPrompts * genGroup
+	kv, err := m.NewKVCache(seqs, genPromptLen+genNew)
+	if err != nil {
+		return nil, err
+	}
+	g := &engineGen{m: m, kv: kv, threads: threads, first: make([]int32, genPrompts),
+		tokens: make([]int32, seqs), slots: make([]int32, seqs), pos: make([]int32, seqs)}
+	for p, s := range genPromptTokens(m.Config.VocabSize) {
+		g.prompts.Add(s, len(s)) // context only: nothing scored
+		g.promptSlots = append(g.promptSlots, int32(p*genGroup))
+	}
+	for i := range g.slots {
+		g.slots[i] = int32(i)
+	}
+	return g, nil
+}
+
+// once is one generation; it fills the sample's prefill (with the copies) and decode ms.
+func (g *engineGen) once() (sample, error) {
+	var r sample
+	v := g.m.Config.VocabSize
+	t0 := time.Now()
+	d, err := g.m.Prefill(g.kv, &g.prompts, g.promptSlots, 1)
+	if err != nil {
+		return r, err
+	}
+	argmaxRows(g.first, d.Logits, v, g.threads)
+	for p := range genPrompts {
+		for j := range genGroup {
+			s := p*genGroup + j
+			if j > 0 {
+				g.m.CopySlot(g.kv, s, p*genGroup, genPromptLen)
+			}
+			g.tokens[s] = g.first[p]
+		}
+	}
+	t1 := time.Now()
+	for step := range genNew {
+		for s := range g.pos {
+			g.pos[s] = int32(genPromptLen + step)
+		}
+		d, err := g.m.Decode(g.kv, g.tokens, g.slots, g.pos, 1)
+		if err != nil {
+			return r, err
+		}
+		argmaxRows(g.tokens, d.Logits, v, g.threads)
+	}
+	t2 := time.Now()
+	r.prefill, r.decode = float64(t1.Sub(t0).Nanoseconds())/1e6, float64(t2.Sub(t1).Nanoseconds())/1e6
+	return r, nil
+}
+
+// argmaxRows sets out[i] to the index of the largest of row i of logits (rows of v), the rows
+// shared among threads goroutines.
+func argmaxRows(out []int32, logits []float32, v, threads int) {
+	rows := len(out)
+	per := (rows + threads - 1) / threads
+	var wg sync.WaitGroup
+	for lo := 0; lo < rows; lo += per {
+		hi := min(rows, lo+per)
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				row := logits[i*v : (i+1)*v]
+				best, arg := row[0], 0
+				for j, x := range row {
+					if x > best {
+						best, arg = x, j
+					}
+				}
+				out[i] = int32(arg)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// engineSampler is the real rollout path, rollout.Sampler.Generate, at the same shapes:
+// temperature 1, sampled from the full distribution, genNew new tokens per completion (the
+// first from the prefill, so genNew-1 decode steps unless a completion stops at
+// <|endoftext|> first), logprobs recorded.
+type engineSampler struct {
+	s       *rollout.Sampler
+	prompts [][]int32
+	cfg     rollout.Config
+}
+
+func newEngineSampler(m *gpt2.Model) *engineSampler {
+	return &engineSampler{s: rollout.NewSampler(m), prompts: genPromptTokens(m.Config.VocabSize),
+		cfg: rollout.Config{Group: genGroup, MaxNewTokens: genNew, Temperature: 1, Seed: 7}}
+}
+
+// once is one rollout; the sample carries its new tokens per second and decode steps.
+func (e *engineSampler) once() (sample, error) {
+	b, err := e.s.Generate(context.Background(), e.prompts, e.cfg)
+	if err != nil {
+		return sample{}, err
+	}
+	return sample{tokPerS: b.Stats.TokensPerSecond(), steps: b.Stats.DecodeSteps}, nil
+}

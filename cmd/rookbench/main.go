@@ -1,0 +1,688 @@
+// Command rookbench measures the rookscript engine against its peers on this machine, all in
+// one command, and prints one table.
+//
+// What it measures (select with -only, default all):
+//
+//	gemm         the ceiling: OpenBLAS SGEMM on a 768×3072×768 product (out 768×3072, inner
+//	             768) through the cpu backend's MatMul, in GFLOP/s: on one thread (one
+//	             single-threaded OpenBLAS call), as the backend runs every GEMM (its pool of
+//	             -threads workers cuts the product into one part per worker, OpenBLAS
+//	             single-threaded in each), and, for reference, one call on OpenBLAS's own threads
+//	engine       GPT-2 124M with random weights, asked for by name (random:124m@seed=42), at
+//	             B=4, T=64: Forward (LM head and log-softmax on all 256 rows) and a train step
+//	             (Forward, ZeroGrads, Backward of the mean cross-entropy, AdamW), ms and GFLOP/s
+//	torch        the same in PyTorch CPU: bench/torch_gpt2.py, a nanoGPT-style GPT-2 run by
+//	             Debian's python3-torch (-python), torch.set_num_threads(-threads),
+//	             OMP_WAIT_POLICY=PASSIVE in its environment
+//	untuned      the same PyTorch without OMP_WAIT_POLICY (-untuned-runs runs), so that the
+//	             effect of the tuning shows; every ratio uses the tuned figure
+//	llmc         llm.c's CPU trainer, only when LLMC_DIR names an llm.c checkout with a built
+//	             train_gpt2 (and its gpt2_124M.bin and data); rookbench never downloads or builds it
+//	gen          KV-cache generation at the rollout shapes, 8 prompts × 8 samples = 64
+//	             sequences, 80-token prompts: Prefill of the 8 prompts, CopySlot into the 64
+//	             slots, 64 Decode steps of one token per sequence, next token = argmax of the
+//	             logits; and the real rollout path at the same shapes (rollout.Sampler.Generate,
+//	             sampled at T=1, logprobs recorded, 64 new tokens = 63 decode steps)
+//	torchgen     the same greedy generation in PyTorch (bench/torch_generate.py): a
+//	             past_key_values cache grown by torch.cat, one decode step = one forward of 64
+//	             new tokens
+//	torchstatic  the same with a preallocated cache written in place: the stronger PyTorch
+//	             decode here, where every torch.cat of the growing cache is a fresh allocation
+//	             that the kernel must fault in
+//
+// Engine and PyTorch runs alternate: PyTorch runs as a server process (the scripts' --serve
+// mode) that times one op per request, so run i of the engine and run i of PyTorch see nearly
+// the same load from the rest of the machine. Each measurement has -warmup untimed rounds,
+// then -runs timed ones (-gen-runs for the generation sections, where one run is already 64
+// decode steps).
+//
+// Reading the table: a row is the median of its timed runs, with the fastest and slowest run
+// beside it (min and max in the row's own unit: for GFLOP/s and tok/s, max is the best run).
+// GFLOP/s is achieved at the median time, FLOPs counted as llm.c counts them (the header gives
+// the formula). "cores (sys)" is the median over runs of the process's CPU time per wall
+// second, all threads, and its system-time part: about -threads when the run had the machine
+// to itself (spinning threads count too), less when other work took the cores, and a large
+// sys share means time in the kernel, page faults mostly. A ratio row ("x") is an engine
+// speed-up, above 1 when the engine is faster (the peer's time over the engine's, or the
+// engine's tokens/s over the peer's): for alternated runs the median of the per-pair ratios
+// with the extreme pairs as min and max; otherwise the ratio of the medians with the extreme
+// ratios any two runs give. Rows that could not be measured say why. The notes under the table
+// put the engine's train step and decode step against the GEMM floor (their matrix products
+// at the measured pool SGEMM rate) and flag anything that makes a comparison unfair.
+//
+// The machine is shared and small: compare rows of one command with each other, not with
+// another command's, and read the load averages in the header. -json prints the same report
+// as one JSON object, per-run samples included.
+//
+// Usage:
+//
+//	rookbench [-runs 5] [-warmup 1] [-threads N] [-only gemm,engine,…] [-json]
+//	          [-untuned-runs 3] [-gen-runs 3] [-python /usr/bin/python3] [-scripts bench]
+//	          [-cpuprofile file]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/gpt2"
+)
+
+// modelSpec names the benchmark model: GPT-2 124M, random weights, llm.c's init seed.
+const modelSpec = "random:124m@seed=42"
+
+// Train/forward shapes.
+const benchB, benchT = 4, 64
+
+// sections that -only selects from.
+var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic"}
+
+// settle is the pause between alternated runs of different processes, long enough for the
+// previous one's BLAS threads to stop spinning and go to sleep.
+const settle = 200 * time.Millisecond
+
+// progress reports what is being measured, on stderr.
+func progress(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", a...)
+}
+
+func main() {
+	runs := flag.Int("runs", 5, "timed runs per measurement (medians over these)")
+	warmup := flag.Int("warmup", 1, "untimed warm-up runs before the timed ones")
+	threads := flag.Int("threads", runtime.NumCPU(), "threads for the engine's pool, torch.set_num_threads and llm.c's OMP_NUM_THREADS")
+	only := flag.String("only", "", "comma list of sections to run: "+strings.Join(sections, ",")+" (default all)")
+	asJSON := flag.Bool("json", false, "print the report as JSON instead of a table")
+	untunedRuns := flag.Int("untuned-runs", 3, "timed runs of the untuned PyTorch figures")
+	genRuns := flag.Int("gen-runs", 3, "timed generations in the gen, torchgen and torchstatic sections")
+	python := flag.String("python", envOr("PYTHON", "/usr/bin/python3"), "Python with torch (Debian's python3-torch); $PYTHON when set")
+	scripts := flag.String("scripts", "", "directory holding torch_gpt2.py and torch_generate.py (default: bench/ of the enclosing repository)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the engine's work) to this file")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
+	}
+	if *runs < 1 || *warmup < 0 || *threads < 1 || *untunedRuns < 1 || *genRuns < 1 {
+		fail(errors.New("-runs, -threads, -untuned-runs and -gen-runs must be at least 1, -warmup at least 0"))
+	}
+	sel, err := parseSections(*only)
+	if err != nil {
+		fail(err)
+	}
+	if *scripts == "" {
+		*scripts = findScripts()
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	runtime.GOMAXPROCS(*threads)
+
+	b := &bench{runs: *runs, warmup: *warmup, threads: *threads, untunedRuns: *untunedRuns, genRuns: *genRuns,
+		python: *python, scripts: *scripts, sel: sel, llmcDir: os.Getenv("LLMC_DIR")}
+	rep := b.run()
+	if *asJSON {
+		if err := rep.WriteJSON(os.Stdout); err != nil {
+			fail(err)
+		}
+	} else {
+		rep.WriteTable(os.Stdout)
+	}
+	if len(b.failed) > 0 {
+		progress("rookbench: %d measurement(s) failed: %s", len(b.failed), strings.Join(b.failed, "; "))
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "rookbench:", err)
+	os.Exit(2)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// parseSections turns -only into a set; empty selects every section.
+func parseSections(only string) (map[string]bool, error) {
+	sel := map[string]bool{}
+	if strings.TrimSpace(only) == "" {
+		for _, s := range sections {
+			sel[s] = true
+		}
+		return sel, nil
+	}
+	for _, s := range strings.Split(only, ",") {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if !slices.Contains(sections, s) {
+			return nil, fmt.Errorf("-only: unknown section %q (sections: %s)", s, strings.Join(sections, ", "))
+		}
+		sel[s] = true
+	}
+	return sel, nil
+}
+
+// findScripts is the bench/ directory of the repository around the working directory.
+func findScripts() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "bench"
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "bench", "torch_gpt2.py")); err == nil {
+			return filepath.Join(dir, "bench")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "bench"
+		}
+		dir = parent
+	}
+}
+
+// contender is one side of an alternated measurement.
+type contender struct {
+	name string
+	run  func() (sample, error) // nil: not selected
+	runs []sample               // timed runs
+	err  error
+}
+
+// series is the contender's timed runs as value(run), or why it has none.
+func (c *contender) series(value func(sample) float64) series {
+	if c.err != nil {
+		return skipped(c.err.Error())
+	}
+	return fromRuns(c.runs, value)
+}
+
+// alternate runs the selected contenders in turn, one run each per round: warmup untimed
+// rounds, then runs timed ones. A contender that fails drops out with its error.
+func alternate(what string, warmup, runs int, cs ...*contender) {
+	var active []*contender
+	for _, c := range cs {
+		if c.run != nil && c.err == nil {
+			active = append(active, c)
+		}
+	}
+	for round := range warmup + runs {
+		label := "warm-up"
+		if round >= warmup {
+			label = fmt.Sprintf("%d/%d", round-warmup+1, runs)
+		}
+		for i, c := range active {
+			if c.err != nil {
+				continue
+			}
+			if i > 0 {
+				time.Sleep(settle)
+			}
+			s, err := timed(c.run)
+			if err != nil {
+				c.err = err
+				progress("  %s %s: %s failed: %v", what, label, c.name, err)
+				continue
+			}
+			progress("  %s %s: %s %.1f ms (%.2f cores)", what, label, c.name, s.ms, s.cpu/s.ms)
+			if round >= warmup {
+				c.runs = append(c.runs, s)
+			}
+		}
+	}
+}
+
+// bench is one rookbench command: its settings and what it measured.
+type bench struct {
+	runs, warmup, threads, untunedRuns, genRuns int
+	python, scripts, llmcDir                    string
+	sel                                         map[string]bool
+
+	failed []string // measurements that ended in an error
+
+	model     *gpt2.Model
+	src       gpt2.Source
+	torchInfo []torchInfo // of every PyTorch process started
+
+	gemm                 gemmResults
+	engFwd, engTrain     series
+	allocs, loss         float64
+	torFwd, torTrain     series
+	untFwd, untTrain     series
+	llmc                 series
+	genPrefill, genDec   series // engine greedy generation, ms
+	genTotal             series // ms of the whole generation
+	sampler              series // rollout.Sampler, tok/s
+	samplerSteps         int
+	catPrefill, catDec   series
+	catTotal             series
+	statPrefill, statDec series
+	statTotal            series
+}
+
+// failure records a failed measurement and returns it as a not-measured series.
+func (b *bench) failure(what string, err error) series {
+	b.failed = append(b.failed, what+": "+err.Error())
+	progress("rookbench: %s: %v", what, err)
+	return skipped(err.Error())
+}
+
+// record turns a contender's runs into a series, recording its failure if it failed.
+func (b *bench) record(c *contender, value func(sample) float64) series {
+	if c.err != nil {
+		return b.failure(c.name, c.err)
+	}
+	return c.series(value)
+}
+
+func wallMS(s sample) float64 { return s.ms }
+
+// run measures the selected sections and builds the report.
+func (b *bench) run() *Report {
+	start := time.Now()
+	load := loadAvg()
+	var order []string
+	for _, s := range sections {
+		if b.sel[s] {
+			order = append(order, s)
+		}
+	}
+	progress("rookbench: %s; %d threads, %d runs after %d warm-up", strings.Join(order, ", "), b.threads, b.runs, b.warmup)
+	if b.sel["gemm"] {
+		b.runGEMM()
+	}
+	if b.sel["engine"] || b.sel["torch"] {
+		b.runSteps()
+	}
+	if b.sel["untuned"] {
+		b.runUntuned()
+	}
+	if b.sel["llmc"] {
+		b.runLLMC()
+	}
+	if b.sel["gen"] || b.sel["torchgen"] || b.sel["torchstatic"] {
+		b.runGen()
+	}
+	return b.report(start, load, strings.Join(order, ","))
+}
+
+func (b *bench) runGEMM() {
+	progress("== SGEMM ceiling")
+	runtime.GC()
+	g, err := measureGEMM(b.threads, b.warmup, b.runs)
+	if err != nil {
+		g.single = b.failure("gemm", err)
+	}
+	b.gemm = g
+}
+
+// loadModel builds the engine model once.
+func (b *bench) loadModel() error {
+	if b.model != nil {
+		return nil
+	}
+	t := time.Now()
+	m, src, err := loadModel(b.threads)
+	if err != nil {
+		return err
+	}
+	b.model, b.src = m, src
+	progress("  engine: %s, ready in %.1f s", src.Description, time.Since(t).Seconds())
+	return nil
+}
+
+// startTorch starts a PyTorch script in serve mode with the common arguments.
+func (b *bench) startTorch(script string, tuned bool, args ...string) (*torchProc, error) {
+	args = append([]string{"--threads", fmt.Sprint(b.threads), "--seed", "42"}, args...)
+	p, err := startTorch(b.python, filepath.Join(b.scripts, script), tuned, args...)
+	if err != nil {
+		return nil, err
+	}
+	b.torchInfo = append(b.torchInfo, p.Info)
+	progress("  torch %s (OMP_WAIT_POLICY=%q): %d threads, ready in %.1f s", p.Info.Torch, p.Info.OMPWaitPolicy, p.Info.Threads, p.Info.InitS)
+	return p, nil
+}
+
+// runSteps alternates the engine's and tuned PyTorch's forward, then their train steps.
+func (b *bench) runSteps() {
+	progress("== GPT-2 124M forward and train step, B=%d T=%d", benchB, benchT)
+	runtime.GC()
+	engF := &contender{name: "engine forward"}
+	engT := &contender{name: "engine train step"}
+	torF := &contender{name: "torch forward"}
+	torT := &contender{name: "torch train step"}
+	var steps *engineSteps
+	if b.sel["engine"] {
+		err := b.loadModel()
+		if err == nil {
+			steps, err = newEngineSteps(b.model, benchB, benchT)
+		}
+		if err != nil {
+			engF.err, engT.err = err, err
+		} else {
+			engF.run, engT.run = plain(steps.forward), plain(steps.train)
+		}
+	}
+	if b.sel["torch"] {
+		p, err := b.startTorch("torch_gpt2.py", true, "--batch", fmt.Sprint(benchB), "--seq", fmt.Sprint(benchT))
+		if err != nil {
+			torF.err, torT.err = err, err
+		} else {
+			defer p.Close()
+			torF.run = func() (sample, error) { return p.Do("forward") }
+			torT.run = func() (sample, error) { return p.Do("train") }
+		}
+	}
+	alternate("forward", b.warmup, b.runs, engF, torF)
+	alternate("train step", b.warmup, b.runs, engT, torT)
+	if b.sel["engine"] {
+		b.engFwd, b.engTrain = b.record(engF, wallMS), b.record(engT, wallMS)
+		if steps != nil && engT.err == nil {
+			b.loss = steps.loss
+			var err error
+			if b.allocs, err = steps.allocsPerStep(); err != nil {
+				b.engTrain = b.failure("engine train step", err)
+			}
+		}
+	}
+	if b.sel["torch"] {
+		b.torFwd, b.torTrain = b.record(torF, wallMS), b.record(torT, wallMS)
+	}
+}
+
+// runUntuned measures PyTorch without OMP_WAIT_POLICY, on its own.
+func (b *bench) runUntuned() {
+	progress("== PyTorch untuned (OMP_WAIT_POLICY unset)")
+	runtime.GC()
+	f := &contender{name: "untuned torch forward"}
+	t := &contender{name: "untuned torch train step"}
+	p, err := b.startTorch("torch_gpt2.py", false, "--batch", fmt.Sprint(benchB), "--seq", fmt.Sprint(benchT))
+	if err != nil {
+		f.err, t.err = err, err
+	} else {
+		defer p.Close()
+		f.run = func() (sample, error) { return p.Do("forward") }
+		t.run = func() (sample, error) { return p.Do("train") }
+	}
+	alternate("forward", b.warmup, b.untunedRuns, f)
+	alternate("train step", b.warmup, b.untunedRuns, t)
+	b.untFwd, b.untTrain = b.record(f, wallMS), b.record(t, wallMS)
+}
+
+func (b *bench) runLLMC() {
+	progress("== llm.c")
+	s, err := runLLMC(b.llmcDir, b.threads, b.warmup, b.runs)
+	if err != nil {
+		s = b.failure("llm.c", err)
+	} else if !s.ok() {
+		progress("  not measured: %s", s.reason)
+	}
+	b.llmc = s
+}
+
+// runGen alternates the engine's greedy generation, PyTorch's with each cache and the engine's
+// rollout sampler.
+func (b *bench) runGen() {
+	progress("== KV-cache generation, %d×%d sequences, %d-token prompts, %d new tokens", genPrompts, genGroup, genPromptLen, genNew)
+	runtime.GC()
+	eng := &contender{name: "engine greedy"}
+	smp := &contender{name: "engine rollout.Sampler"}
+	cat := &contender{name: "torch (torch.cat cache)"}
+	stat := &contender{name: "torch (static cache)"}
+	if b.sel["gen"] {
+		err := b.loadModel()
+		var g *engineGen
+		if err == nil {
+			g, err = newEngineGen(b.model, b.threads)
+		}
+		if err != nil {
+			eng.err, smp.err = err, err
+		} else {
+			eng.run, smp.run = g.once, newEngineSampler(b.model).once
+		}
+	}
+	if b.sel["torchgen"] || b.sel["torchstatic"] {
+		p, err := b.startTorch("torch_generate.py", true, "--prompts", fmt.Sprint(genPrompts),
+			"--group", fmt.Sprint(genGroup), "--prompt-len", fmt.Sprint(genPromptLen), "--new", fmt.Sprint(genNew))
+		if err != nil {
+			cat.err, stat.err = err, err
+		} else {
+			defer p.Close()
+			if b.sel["torchgen"] {
+				cat.run = func() (sample, error) { return p.Do("gen:cat") }
+			}
+			if b.sel["torchstatic"] {
+				stat.run = func() (sample, error) { return p.Do("gen:static") }
+			}
+		}
+	}
+	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp)
+	prefill := func(s sample) float64 { return s.prefill }
+	decode := func(s sample) float64 { return s.decode }
+	if b.sel["gen"] {
+		b.genPrefill, b.genDec, b.genTotal = b.record(eng, prefill), eng.series(decode), eng.series(wallMS)
+		b.sampler = b.record(smp, func(s sample) float64 { return s.tokPerS })
+		if smp.err == nil && len(smp.runs) > 0 {
+			b.samplerSteps = smp.runs[len(smp.runs)-1].steps
+		}
+	}
+	if b.sel["torchgen"] {
+		b.catPrefill, b.catDec, b.catTotal = b.record(cat, prefill), cat.series(decode), cat.series(wallMS)
+	}
+	if b.sel["torchstatic"] {
+		b.statPrefill, b.statDec, b.statTotal = b.record(stat, prefill), stat.series(decode), stat.series(wallMS)
+	}
+}
+
+// report builds the header, the rows of the selected sections, and the notes.
+func (b *bench) report(start time.Time, loadBefore, order string) *Report {
+	cfg := gpt2.RookWorld124M
+	n := gpt2.NewLayout(cfg).Total
+	L, C := cfg.NumLayers, cfg.Channels
+	tokens := benchB * benchT
+	trainFLOP := float64(tokens) * float64(6*n+6*L*C*benchT)
+	fwdFLOP := float64(tokens) * float64(2*n+2*L*C*benchT)
+	// A decode step: one token per sequence through every weight (2·N) plus attention over its
+	// context, 4·L·C FLOPs per position (q·k and p·v); the context runs from 81 to 144.
+	meanCtx := float64(genPromptLen) + float64(genNew+1)/2
+	decodeFLOP := float64(genPrompts*genGroup) * (2*float64(n) + 4*float64(L*C)*meanCtx)
+	genTokens := float64(genPrompts * genGroup * genNew)
+
+	torchV := ""
+	for _, ti := range b.torchInfo {
+		torchV = ti.Torch
+	}
+	rep := &Report{Meta: Meta{
+		Threads: b.threads, Runs: b.runs, Warmup: b.warmup, Sections: order,
+		Model: modelSpec, Params: n, Batch: benchB, Seq: benchT,
+		ForwardGFLOP: fwdFLOP / 1e9, TrainGFLOP: trainFLOP / 1e9,
+		FLOPFormula: "train step: B·T·(6·N + 6·L·C·T); forward: B·T·(2·N + 2·L·C·T) (llm.c's count)",
+		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(),
+		Torch: torchV, LoadAvgBefore: loadBefore, LoadAvgAfter: loadAvg(),
+		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(),
+	}}
+	m := rep.Meta
+	torchLine := ""
+	if torchV != "" {
+		torchLine = "; torch " + torchV
+	}
+	rep.Header = []string{
+		fmt.Sprintf("rookbench: GPT-2 124M, RANDOM weights (%s); %d threads for each side (engine pool, torch.set_num_threads, llm.c OMP_NUM_THREADS)", modelSpec, b.threads),
+		fmt.Sprintf("medians of %d timed runs after %d warm-up (untuned torch %d, generation %d), engine and PyTorch runs alternated; x rows: engine speed-up, >1 = engine faster", b.runs, b.warmup, b.untunedRuns, b.genRuns),
+		fmt.Sprintf("machine: %s, %d CPUs; %s; %s%s", m.CPU, runtime.NumCPU(), m.GoVersion, m.BLAS, torchLine),
+		fmt.Sprintf("load average (1, 5, 15 min): %s before, %s after; %.0f s in all; a shared machine makes every figure noisy", m.LoadAvgBefore, m.LoadAvgAfter, m.Seconds),
+		fmt.Sprintf("FLOPs as llm.c counts them: train step = B·T·(6·N + 6·L·C·T) = %.1f GFLOP, forward = B·T·(2·N + 2·L·C·T) = %.1f GFLOP,", trainFLOP/1e9, fwdFLOP/1e9),
+		fmt.Sprintf("  N = %d parameters (tied wte counted once, vocabulary %d unpadded), L = %d, C = %d, T = %d, B·T = %d; decode step = %d·(2·N + 4·L·C·p), p = mean context %.1f", n, cfg.VocabSize, L, C, benchT, tokens, genPrompts*genGroup, meanCtx),
+	}
+
+	var rows []Row
+	add := func(r Row) { rows = append(rows, r) }
+	s := b.sel
+	if s["gemm"] {
+		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling)"
+		add(valueRow(gr, "gemm.single", "1 thread: one single-threaded OpenBLAS call", "GFLOP/s", b.gemm.single, 0))
+		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers, OpenBLAS single-threaded in each", b.threads), "GFLOP/s", b.gemm.pool, 0))
+		add(valueRow(gr, "gemm.openblas_threads", fmt.Sprintf("one call on OpenBLAS's own %d threads (reference)", b.threads), "GFLOP/s", b.gemm.blasThreads, 0))
+	}
+	if s["engine"] || s["torch"] || s["untuned"] {
+		gr := fmt.Sprintf("GPT-2 124M forward, B=%d T=%d, LM head + log-softmax on all %d rows (%.1f GFLOP)", benchB, benchT, tokens, fwdFLOP/1e9)
+		if s["engine"] {
+			add(valueRow(gr, "engine.forward", "engine Forward", "ms", b.engFwd, fwdFLOP))
+		}
+		if s["torch"] {
+			add(valueRow(gr, "torch.forward", "torch, no_grad, OMP_WAIT_POLICY=PASSIVE", "ms", b.torFwd, fwdFLOP))
+		}
+		if s["untuned"] {
+			add(valueRow(gr, "torch_untuned.forward", "torch, untuned (OMP_WAIT_POLICY unset)", "ms", b.untFwd, fwdFLOP))
+		}
+		if s["engine"] && s["torch"] {
+			add(ratioRow(gr, "speedup.forward_vs_torch", "engine speed-up over tuned torch", "torch ms / engine ms", b.torFwd, b.engFwd, true))
+		}
+		if s["torch"] && s["untuned"] {
+			add(ratioRow(gr, "torch.forward_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untFwd, b.torFwd, false))
+		}
+	}
+	trainGroup := fmt.Sprintf("GPT-2 124M train step (forward + backward + AdamW), B=%d T=%d (%.1f GFLOP)", benchB, benchT, trainFLOP/1e9)
+	if s["engine"] {
+		r := valueRow(trainGroup, "engine.train_step", "engine Forward+ZeroGrads+Backward+AdamW", "ms", b.engTrain, trainFLOP)
+		if b.engTrain.ok() {
+			r.Note = fmt.Sprintf("%.0f heap allocs in a steady-state step", b.allocs)
+		}
+		add(r)
+	}
+	if s["torch"] {
+		add(valueRow(trainGroup, "torch.train_step", "torch, OMP_WAIT_POLICY=PASSIVE", "ms", b.torTrain, trainFLOP))
+	}
+	if s["untuned"] {
+		add(valueRow(trainGroup, "torch_untuned.train_step", "torch, untuned (OMP_WAIT_POLICY unset)", "ms", b.untTrain, trainFLOP))
+	}
+	if s["llmc"] {
+		add(valueRow(trainGroup, "llmc.train_step", "llm.c train_gpt2 (CPU), its own step timer", "ms", b.llmc, trainFLOP))
+	}
+	if s["engine"] && s["torch"] {
+		add(ratioRow(trainGroup, "speedup.train_vs_torch", "engine speed-up over tuned torch", "torch ms / engine ms", b.torTrain, b.engTrain, true))
+	}
+	if s["torch"] && s["untuned"] {
+		add(ratioRow(trainGroup, "torch.train_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untTrain, b.torTrain, false))
+	}
+	if s["engine"] && s["llmc"] {
+		add(ratioRow(trainGroup, "speedup.train_vs_llmc", "engine speed-up over llm.c", "llm.c ms / engine ms", b.llmc, b.engTrain, false))
+	}
+
+	perStep := func(ms float64) float64 { return ms / genNew }
+	tokPerS := func(ms float64) float64 { return genTokens / (ms / 1e3) }
+	eStep, eTok := b.genDec.mapped(perStep), b.genTotal.mapped(tokPerS)
+	if s["gen"] || s["torchgen"] || s["torchstatic"] {
+		gr := fmt.Sprintf("KV-cache generation: %d prompts × %d samples = %d sequences, %d-token prompts, %d decode steps, greedy",
+			genPrompts, genGroup, genPrompts*genGroup, genPromptLen, genNew)
+		seqs := genPrompts * genGroup
+		if s["gen"] {
+			add(valueRow(gr, "engine.gen_prefill", fmt.Sprintf("engine Prefill %d×%d + CopySlot to %d slots", genPrompts, genPromptLen, seqs), "ms", b.genPrefill, 0))
+			add(valueRow(gr, "engine.gen_decode_step", fmt.Sprintf("engine Decode step, %d tokens (+ argmax)", seqs), "ms", eStep, decodeFLOP))
+			add(valueRow(gr, "engine.gen_tokens_per_s", fmt.Sprintf("engine throughput, %d tokens incl. prefill", int(genTokens)), "tok/s", eTok, 0))
+			r := valueRow(gr, "engine.rollout_tokens_per_s", fmt.Sprintf("engine rollout.Sampler, T=1 sampled, %d new tokens each", genNew), "tok/s", b.sampler, 0)
+			if b.sampler.ok() {
+				r.Note = fmt.Sprintf("%d decode steps; logprobs recorded", b.samplerSteps)
+			}
+			add(r)
+		}
+		for _, peer := range []struct {
+			section, key, label string
+			prefill, dec, total series
+		}{
+			{"torchgen", "torch", "torch.cat cache", b.catPrefill, b.catDec, b.catTotal},
+			{"torchstatic", "torch_static", "static cache", b.statPrefill, b.statDec, b.statTotal},
+		} {
+			if !s[peer.section] {
+				continue
+			}
+			step, tok := peer.dec.mapped(perStep), peer.total.mapped(tokPerS)
+			add(valueRow(gr, peer.key+".gen_prefill", fmt.Sprintf("torch (%s) prefill %d×%d, cache repeated to %d", peer.label, genPrompts, genPromptLen, seqs), "ms", peer.prefill, 0))
+			add(valueRow(gr, peer.key+".gen_decode_step", fmt.Sprintf("torch (%s) decode step, %d tokens (+ argmax)", peer.label, seqs), "ms", step, decodeFLOP))
+			add(valueRow(gr, peer.key+".gen_tokens_per_s", fmt.Sprintf("torch (%s) throughput, %d tokens incl. prefill", peer.label, int(genTokens)), "tok/s", tok, 0))
+			if s["gen"] {
+				add(ratioRow(gr, "speedup.gen_tokens_vs_"+peer.key, fmt.Sprintf("engine speed-up over torch (%s), tokens/s", peer.label), "engine tok/s / torch tok/s", eTok, tok, true))
+				add(ratioRow(gr, "speedup.gen_decode_vs_"+peer.key, fmt.Sprintf("engine speed-up over torch (%s), decode step", peer.label), "torch ms / engine ms", step, eStep, true))
+				add(ratioRow(gr, "speedup.rollout_vs_"+peer.key, fmt.Sprintf("rollout.Sampler speed-up over torch (%s), tokens/s", peer.label), "sampled tok/s / greedy tok/s", b.sampler, tok, true))
+			}
+		}
+	}
+	rep.Rows = rows
+	rep.Notes = b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n)
+	return rep
+}
+
+// notes are the observations under the table.
+func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) []string {
+	var out []string
+	gemm := b.gemm.pool
+	if b.threads == 1 {
+		gemm = b.gemm.single
+	}
+	if gemm.ok() && b.engTrain.ok() {
+		floor := trainGEMMFLOP / (gemm.median() * 1e9) * 1e3
+		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at the pool's median %.1f GFLOP/s take %.0f ms; "+
+			"the engine's step takes %.2fx that (%.0f ms more). The ceiling was measured minutes earlier: when the load changed in between, this moves with it",
+			trainGEMMFLOP/1e9, trainFLOP/1e9, gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor))
+	}
+	if gemm.ok() && b.genDec.ok() {
+		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3
+		out = append(out, fmt.Sprintf("a decode step of %d tokens is %.1f GFLOP: %.0f ms at the pool's SGEMM rate; the engine's takes %.1f ms (GEMMs of 64 rows run below the ceiling's rate)",
+			genPrompts*genGroup, decodeFLOP/1e9, floor, b.genDec.median()/genNew))
+	}
+	if b.engFwd.ok() {
+		out = append(out, fmt.Sprintf("sanity: the engine's forward gives a mean cross-entropy of %.3f on random tokens (≈ ln V = 10.825 expected of random weights)", b.loss))
+	}
+	for _, ti := range b.torchInfo {
+		if ti.Params != params {
+			out = append(out, fmt.Sprintf("WARNING: the PyTorch model has %d parameters, the engine's %d: the comparison is not like for like", ti.Params, params))
+		}
+		if ti.Threads != b.threads {
+			out = append(out, fmt.Sprintf("WARNING: torch runs %d threads, %d asked for", ti.Threads, b.threads))
+		}
+	}
+	return out
+}
+
+// loadAvg is the first three fields of /proc/loadavg, or "unknown".
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// cpuName is the processor's model name from /proc/cpuinfo, or the architecture.
+func cpuName() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}

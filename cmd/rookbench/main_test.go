@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSeriesStats(t *testing.T) {
+	for _, tc := range []struct {
+		in            []float64
+		med, min, max float64
+	}{
+		{[]float64{3, 1, 2}, 2, 1, 3},
+		{[]float64{4, 1, 3, 2}, 2.5, 1, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		s := measured(tc.in)
+		if s.median() != tc.med || s.min() != tc.min || s.max() != tc.max {
+			t.Errorf("%v: median/min/max %v %v %v, want %v %v %v", tc.in, s.median(), s.min(), s.max(), tc.med, tc.min, tc.max)
+		}
+	}
+	if in := []float64{3, 1, 2}; measured(in).median() != 2 || !slices.Equal(in, []float64{3, 1, 2}) {
+		t.Error("median must not reorder the samples")
+	}
+	if !math.IsNaN(skipped("x").median()) || skipped("x").ok() {
+		t.Error("a skipped series has no median")
+	}
+}
+
+func TestRatioRow(t *testing.T) {
+	peer, eng := measured([]float64{200, 220, 240}), measured([]float64{100, 110, 120})
+	r := ratioRow("g", "k", "speed-up", "peer / engine", peer, eng, false)
+	if *r.Median != 2 || *r.Min != 200.0/120 || *r.Max != 2.4 {
+		t.Errorf("ratio of medians/min/max %v %v %v, want 2, 1.667, 2.4", *r.Median, *r.Min, *r.Max)
+	}
+	peer = measured([]float64{300, 200, 220}) // run 0 of both slowed down together
+	eng = measured([]float64{150, 100, 100})
+	r = ratioRow("g", "k", "speed-up", "peer / engine", peer, eng, true)
+	if *r.Median != 2 || *r.Min != 2 || *r.Max != 2.2 {
+		t.Errorf("paired median/min/max %v %v %v, want 2, 2, 2.2", *r.Median, *r.Min, *r.Max)
+	}
+	r = ratioRow("g", "k", "speed-up", "", skipped("torch missing"), eng, true)
+	if r.Median != nil || !strings.Contains(r.Note, "torch missing") {
+		t.Errorf("ratio against a missing peer: %+v", r)
+	}
+}
+
+func TestValueRow(t *testing.T) {
+	runs := []sample{{ms: 500, cpu: 900, sys: 100}, {ms: 400, cpu: 800, sys: 40}, {ms: 600, cpu: 1200, sys: 60}}
+	r := valueRow("g", "k", "step", "ms", fromRuns(runs, wallMS), 100e9)
+	if *r.GFLOPS != 200 {
+		t.Errorf("100 GFLOP in a 500 ms median: %v GFLOP/s, want 200", *r.GFLOPS)
+	}
+	if *r.Cores != 2 || *r.SysCores != 0.1 {
+		t.Errorf("cores %v (sys %v), want the medians 2 and 0.1", *r.Cores, *r.SysCores)
+	}
+	tok := fromRuns(runs, wallMS).mapped(func(ms float64) float64 { return 1e3 / ms })
+	if r := valueRow("g", "k", "rate", "tok/s", tok, 0); *r.Median != 2 || *r.Cores != 2 {
+		t.Errorf("mapped series: median %v cores %v", *r.Median, *r.Cores)
+	}
+}
+
+func TestSumSeries(t *testing.T) {
+	a := fromRuns([]sample{{ms: 1, cpu: 2}, {ms: 2, cpu: 4}}, wallMS)
+	b := fromRuns([]sample{{ms: 10, cpu: 20}, {ms: 20, cpu: 40}}, wallMS)
+	s := sumSeries(a, b)
+	if !slices.Equal(s.samples, []float64{11, 22}) || !slices.Equal(s.cpu, []float64{22, 44}) {
+		t.Errorf("sum %v, cpu %v", s.samples, s.cpu)
+	}
+	if sumSeries(measured([]float64{1}), skipped("no")).ok() {
+		t.Error("a sum with a missing part must be missing")
+	}
+}
+
+func TestParseSections(t *testing.T) {
+	all, err := parseSections("")
+	if err != nil || len(all) != len(sections) {
+		t.Fatalf("default: %v %v", all, err)
+	}
+	sel, err := parseSections("gemm, Engine")
+	if err != nil || !sel["gemm"] || !sel["engine"] || sel["torch"] {
+		t.Errorf("gemm,engine: %v %v", sel, err)
+	}
+	if _, err := parseSections("gemm,bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown section: %v", err)
+	}
+}
+
+func TestTorchEnv(t *testing.T) {
+	t.Setenv("OMP_WAIT_POLICY", "ACTIVE") // what the caller has must not reach the tuned run
+	base := []string{"A=1", "OMP_WAIT_POLICY=ACTIVE", "B=2"}
+	if got := torchEnv(base, true); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE"}) {
+		t.Errorf("tuned env %v", got)
+	}
+	if got := torchEnv(base, false); !slices.Equal(got, []string{"A=1", "B=2"}) {
+		t.Errorf("untuned env %v", got)
+	}
+}
+
+// fakeTorch is a stand-in for a PyTorch script in --serve mode (a shell script, run with sh
+// as the interpreter).
+const fakeTorch = `echo "progress on stderr" >&2
+echo "a library's stdout noise"
+echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"params\": 5}"
+while read op; do
+  case $op in
+    forward) echo "{\"op\": \"forward\", \"ms\": 12.5, \"cpu_ms\": 20, \"sys_ms\": 1}" ;;
+    gen) echo "{\"op\": \"gen\", \"ms\": 30, \"cpu_ms\": 50, \"sys_ms\": 2, \"prefill_ms\": 10, \"decode_ms\": 20}" ;;
+    die) echo "dying" >&2; exit 3 ;;
+    *) echo "{\"op\": \"$op\", \"error\": \"unknown op $op\"}" ;;
+  esac
+done
+`
+
+// TestTorchProc checks the serve protocol: the ready line, the environment, replies, errors.
+func TestTorchProc(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "fake.sh")
+	if err := os.WriteFile(script, []byte(fakeTorch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := startTorch("sh", script, true, "--threads", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Info.Torch != "9.9" || p.Info.Threads != 3 || p.Info.OMPWaitPolicy != "PASSIVE" || p.Info.Params != 5 {
+		t.Errorf("info %+v", p.Info)
+	}
+	if s, err := p.Do("forward"); err != nil || s.ms != 12.5 || s.cpu != 20 || s.sys != 1 {
+		t.Errorf("forward: %+v %v", s, err)
+	}
+	if s, err := p.Do("gen"); err != nil || s.prefill != 10 || s.decode != 20 {
+		t.Errorf("gen: %+v %v", s, err)
+	}
+	if _, err := p.Do("bogus"); err == nil || !strings.Contains(err.Error(), "unknown op bogus") {
+		t.Errorf("unknown op: %v", err)
+	}
+	if _, err := p.Do("die"); err == nil || !strings.Contains(err.Error(), "dying") {
+		t.Errorf("a dead process: %v", err)
+	}
+	p.Close()
+
+	if u, err := startTorch("sh", script, false, "--threads", "3"); err != nil {
+		t.Errorf("untuned start: %v", err)
+	} else {
+		if u.Info.OMPWaitPolicy != "" {
+			t.Errorf("untuned process saw OMP_WAIT_POLICY=%q", u.Info.OMPWaitPolicy)
+		}
+		u.Close()
+	}
+	if _, err := startTorch("sh", filepath.Join(dir, "missing.py"), true); err == nil {
+		t.Error("a missing script must be an error")
+	}
+	if err := os.WriteFile(script, []byte("echo boom >&2; exit 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startTorch("sh", script, true); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("a script that fails at start: %v", err)
+	}
+}
+
+func TestAlternate(t *testing.T) {
+	var order []string
+	mk := func(name string, ms float64, failAt int) *contender {
+		calls := 0
+		return &contender{name: name, run: func() (sample, error) {
+			calls++
+			order = append(order, name)
+			if calls == failAt {
+				return sample{}, os.ErrDeadlineExceeded
+			}
+			return sample{prefill: ms}, nil
+		}}
+	}
+	a, b, c := mk("a", 1, 0), mk("b", 2, 0), mk("c", 3, 2)
+	off := &contender{name: "off"}
+	alternate("test", 1, 2, a, off, b, c)
+	if want := []string{"a", "b", "c", "a", "b", "c", "a", "b"}; !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	if len(a.runs) != 2 || len(b.runs) != 2 || c.err == nil || off.runs != nil {
+		t.Errorf("runs a %d b %d, c err %v", len(a.runs), len(b.runs), c.err)
+	}
+	if s := c.series(func(s sample) float64 { return s.prefill }); s.ok() {
+		t.Error("a failed contender has no series")
+	}
+}
+
+const llmcOutput = `[GPT-2]
+max_seq_len: 1024
+num_parameters: 124475904
+val loss 5.325522
+step 0: train loss 5.356189 (took 16000.5 ms)
+step 1: train loss 4.300870 (took 15012.25 ms)
+step 2: train loss 4.623082 (took 15100 ms)
+step 3: train loss 4.599362 (took 14999.0 ms)
+`
+
+func TestLLMCStepMS(t *testing.T) {
+	ms, err := llmcStepMS(strings.NewReader(llmcOutput), 1, 2)
+	if err != nil || !slices.Equal(ms, []float64{15012.25, 15100}) {
+		t.Errorf("warm-up 1, 2 runs: %v %v", ms, err)
+	}
+	if _, err := llmcStepMS(strings.NewReader(llmcOutput), 1, 5); err == nil {
+		t.Error("too few steps must be an error")
+	}
+}
+
+// TestRunLLMC runs a stand-in train_gpt2 that never exits by itself: rookbench must take
+// the steps it needs and stop it.
+func TestRunLLMC(t *testing.T) {
+	if s, err := runLLMC("", 2, 1, 2); err != nil || s.ok() || !strings.Contains(s.reason, "LLMC_DIR") {
+		t.Errorf("no LLMC_DIR: %+v %v", s, err)
+	}
+	dir := t.TempDir()
+	if s, _ := runLLMC(dir, 2, 1, 2); s.ok() || !strings.Contains(s.reason, "train_gpt2") {
+		t.Errorf("no binary: %+v", s)
+	}
+	bin := filepath.Join(dir, "train_gpt2")
+	body := "#!/bin/sh\n" + `echo "threads $OMP_NUM_THREADS"
+for i in 0 1 2 3 4 5 6 7 8 9; do echo "step $i: train loss 4.0 (took 1$i.5 ms)"; sleep 0.05; done
+exec sleep 600
+`
+	if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := runLLMC(dir, 2, 1, 2); s.ok() || !strings.Contains(s.reason, "gpt2_124M.bin") {
+		t.Errorf("no checkpoint: %+v", s)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gpt2_124M.bin"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s, err := runLLMC(dir, 2, 1, 3)
+	if err != nil || !slices.Equal(s.samples, []float64{11.5, 12.5, 13.5}) {
+		t.Errorf("steps %+v %v", s, err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %v: the stand-in was not stopped once its steps were read", d)
+	}
+}
+
+func TestReportOutput(t *testing.T) {
+	rep := &Report{Header: []string{"head"}, Notes: []string{"a note"}, Rows: []Row{
+		valueRow("Group A", "a.x", "engine", "ms", measured([]float64{10, 12, 11}), 1e9),
+		valueRow("Group A", "a.y", "peer", "ms", skipped("no peer here"), 1e9),
+		ratioRow("Group B", "b.r", "speed-up", "peer / engine", measured([]float64{20}), measured([]float64{10}), true),
+	}}
+	var buf bytes.Buffer
+	rep.WriteTable(&buf)
+	out := buf.String()
+	for _, want := range []string{"head", "Group A\n", "Group B\n", "11.0", "90.9", "not measured: no peer here", "2.00", "* a note"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Rows) != 3 || *back.Rows[0].Median != 11 || back.Rows[1].Median != nil {
+		t.Errorf("JSON round trip: %v %+v", err, back)
+	}
+}
