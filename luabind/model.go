@@ -45,12 +45,20 @@ func checkModel(L *lua.LState, n int) *model { return check[*model](L, n, modelT
 
 // rook.load(source [, {device=, threads=}]) → model, or nil, err when the weights cannot be
 // read. Random weights only by explicit name ("random:tiny"), and said loudly in the log.
+// "default" is the embedded default model (scripts/defaultmodel.lua), built on first use.
 func (e *Env) luaLoad(L *lua.LState) int {
 	src := L.CheckString(1)
 	o := optsArg(L, 2, "rook.load")
 	dev := o.str("device", "cpu")
 	threads := o.int("threads", 0)
 	o.done()
+	if src == "default" {
+		if err := L.DoString(`return require("defaultmodel").ensure{ log = true }`); err != nil {
+			L.RaiseError("building the default model: %s", err.Error())
+		}
+		src = L.Get(-1).String()
+		L.Pop(1)
+	}
 	cfg, params, source, err := gpt2.Load(src)
 	if err != nil {
 		return pushErr(L, err)

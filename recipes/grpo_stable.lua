@@ -19,8 +19,10 @@ local cfg = rook.config{
   seed = 1,
   steps = 30, prompts = 8, group = 8,
   max_new_tokens = 72, temperature = 1.0, top_k = 0, top_p = 1.0,
+  positions = "generator",      -- "generator" (seeded games) or a FEN/EPD/PGN/training-text file
+  min_plies = 2, max_plies = 20, -- generator: positions from these plies of its games
   env_fraction = 0.5,           -- share of A: (rules) prompts; the rest are P: (policy)
-  lr = 5e-5, lr_warmup = 3, lr_schedule = "constant",
+  lr = 1e-4, lr_warmup = 3, lr_schedule = "constant",
   kl_coef = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
   clip_low = 0.2, clip_high = 0.2, scale = "group", aggregation = "grpo",
   max_grad_norm = 1.0, epochs = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
@@ -36,9 +38,12 @@ if model == "default" then model = require("defaultmodel").ensure{ engine = sf, 
 local policy = assert(rook.load(model, { device = cfg.device, threads = cfg.threads }))
 local ref = policy:reference()
 local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0 })
-local data = rook.positions{ generator = { seed = cfg.seed + 100, max_plies = 80 }, task = "mix" }
-local evalset = evalkit.set(rook.positions{ generator = { seed = cfg.seed + 200, max_plies = 80 },
-                                            task = "mix", env_fraction = 0.5 }, cfg.eval_size)
+local function source(seed)
+  if cfg.positions ~= "generator" then return assert(rook.positions{ path = cfg.positions, seed = seed, task = "mix" }) end
+  return rook.positions{ generator = { seed = seed, min_plies = cfg.min_plies, max_plies = cfg.max_plies }, task = "mix" }
+end
+local data = source(cfg.seed + 100)
+local evalset = evalkit.set(source(cfg.seed + 200), cfg.eval_size)
 local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume ~= "" and cfg.resume or nil,
                              policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps,
                              keep = cfg.keep, best = "eval/reward_mean" })

@@ -2,8 +2,9 @@
 --- rookscript builds for itself, so the main job runs on a fresh machine with nothing
 --- downloaded. It is NOT RookWorld-LM-124M: a GPT-2 of 7.3M parameters (4 layers, d=128,
 --- the GPT-2 tokenizer), trained by SFT on RookWorld text this module generates (A: rows
---- labelled by the rules, P: rows labelled by Stockfish at a fixed depth). The build is
---- deterministic and cached in rook.cache_dir(); users with RookWorld-LM pass model=<dir>.
+--- labelled by the rules, P: rows labelled by Stockfish at a fixed depth) from opening
+--- positions. The build is deterministic and cached in rook.cache_dir(); users with
+--- RookWorld-LM pass model=<dir>.
 ---
 ---   local path = require("defaultmodel").ensure{ log = true }
 ---   local policy = rook.load(path)
@@ -16,8 +17,10 @@ local M = {}
 M.VERSION = "v1"
 M.SPEC = {
   arch = "random:small@seed=1", -- GPT-2, 4 layers, 4 heads, d=128, context 256
-  rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1,
-  steps = 400, batch = 16, lr = 2e-3, lr_warmup = 20, lr_min = 1e-4, max_grad_norm = 1,
+  -- Positions from the first 20 plies of seeded opening-style games: a model this small
+  -- learns their moves and board updates in minutes; later positions would need hours.
+  rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1, min_plies = 2, max_plies = 20,
+  steps = 500, batch = 16, lr = 3e-3, lr_warmup = 20, lr_min = 1e-4, max_grad_norm = 1,
 }
 
 M.DESCRIPTION = "rookscript default model " .. M.VERSION .. ": a 7.3M-parameter GPT-2 trained by SFT on "
@@ -47,7 +50,8 @@ function M.ensure(o)
   local data = dir .. "/train.txt"
   if not rook.exists(data) then
     local t0 = rook.clock()
-    local gen = rook.positions{ generator = { seed = M.SPEC.data_seed, style = "opening", max_plies = 80 } }
+    local gen = rook.positions{ generator = { seed = M.SPEC.data_seed, style = "opening",
+                                              min_plies = M.SPEC.min_plies, max_plies = M.SPEC.max_plies } }
     local st = assert(rook.chess.dataset(gen, sf, data, {
       rows = M.SPEC.rows, env_fraction = M.SPEC.env_fraction, seed = M.SPEC.data_seed, depth = M.SPEC.depth }))
     say("generated %d training rows in %.0fs (%s)", M.SPEC.rows, rook.clock() - t0, data)

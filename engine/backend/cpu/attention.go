@@ -135,7 +135,8 @@ func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend
 	c.att = attentionJob{}
 }
 
-// Decoding: one query row per sequence against its slot of the KV cache.
+// Decoding: one query row per sequence against its slot of the KV cache, all heads in one
+// C call (vectorised dot products and updates over the cached positions).
 
 type decodeJob struct {
 	out, qkv, kc, vc []float32
@@ -147,27 +148,10 @@ type decodeJob struct {
 func (j *decodeJob) run(w, lo, hi int) {
 	hd := j.c / j.nh
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	for it := lo; it < hi; it++ {
-		i, h := it/j.nh, it%j.nh
+	for i := lo; i < hi; i++ {
 		n := int(j.pos[i]) + 1
-		base := int(j.slot[i])*j.cap*j.c + h*hd
-		q := j.qkv[i*3*j.c+h*hd:][:hd]
-		sc := j.scratch[w][:n]
-		sgemv(false, n, hd, scale, j.kc[base:], j.c, q, 0, sc)
-		m := sc[0]
-		for _, x := range sc[1:] {
-			m = max(m, x)
-		}
-		var sum float32
-		for x := range sc {
-			sc[x] = expf(sc[x] - m)
-			sum += sc[x]
-		}
-		inv := 1 / sum
-		for x := range sc {
-			sc[x] *= inv
-		}
-		sgemv(true, n, hd, 1, j.vc[base:], j.c, sc, 0, j.out[i*j.c+h*hd:][:hd])
+		base := int(j.slot[i]) * j.cap * j.c
+		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[base:], j.vc[base:], n, j.nh, hd, j.c, scale, j.scratch[w][:n])
 	}
 }
 
@@ -190,6 +174,6 @@ func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos bac
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap)}
-	c.pool.run(&c.dec, n*nh, 4)
+	c.pool.run(&c.dec, n, 1)
 	c.dec = decodeJob{}
 }

@@ -29,17 +29,6 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.blasint(ldc))
 }
 
-// sgemv computes y = alpha·op(A)·x + beta·y for a row-major (m, n) matrix A.
-func sgemv(trans bool, m, n int, alpha float32, a []float32, lda int, x []float32, beta float32, y []float32) {
-	t := C.CblasNoTrans
-	if trans {
-		t = C.CblasTrans
-	}
-	C.cblas_sgemv(C.CblasRowMajor, uint32(t), C.blasint(m), C.blasint(n), C.float(alpha),
-		(*C.float)(unsafe.Pointer(&a[0])), C.blasint(lda), (*C.float)(unsafe.Pointer(&x[0])), 1,
-		C.float(beta), (*C.float)(unsafe.Pointer(&y[0])), 1)
-}
-
 // BLASThreads is the number of threads OpenBLAS uses for one GEMM.
 func BLASThreads() int { return int(C.openblas_get_num_threads()) }
 

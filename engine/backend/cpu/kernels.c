@@ -328,3 +328,68 @@ float rk_softmax(float *out, const float *x, long n, float scale) {
 	for (; i < n; i++) out[i] *= inv;
 	return m + (float)log(sum);
 }
+
+// Decode attention of one query row over its cache slot, all heads: for head h, scores
+// s_j = scale·q_h·k_{j,h} over positions j < n, p = softmax(s), out_h = Σ_j p_j v_{j,h}.
+// k and v point at position 0 of the slot with row stride ld; scratch holds n floats.
+__attribute__((target("avx2"))) static float dot_avx2(const float *a, const float *b, long n, long *done) {
+	__m256 acc = _mm256_setzero_ps();
+	long i = 0;
+	for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+	float lanes[8];
+	_mm256_storeu_ps(lanes, acc);
+	*done = i;
+	return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+__attribute__((target("avx2"))) static void axpy_avx2(float *y, float a, const float *x, long n, long *done) {
+	const __m256 A = _mm256_set1_ps(a);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(A, _mm256_loadu_ps(x + i))));
+	*done = i;
+}
+
+// dot: eight lanes (element i in lane i mod 8), reduced pairwise, then the tail in order —
+// the same arithmetic on both paths.
+static float dot(const float *a, const float *b, long n) {
+	long i = 0;
+	float s;
+	if (avx2()) {
+		s = dot_avx2(a, b, n, &i);
+	} else {
+		float l[8] = {0};
+		for (; i + 8 <= n; i += 8)
+			for (int j = 0; j < 8; j++) l[j] += a[i + j] * b[i + j];
+		s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+	}
+	for (; i < n; i++) s += a[i] * b[i];
+	return s;
+}
+
+static void axpy(float *y, float a, const float *x, long n) {
+	long i = 0;
+	if (avx2()) axpy_avx2(y, a, x, n, &i);
+	for (; i < n; i++) y[i] += a * x[i];
+}
+
+void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
+                         long ld, float scale, float *scratch) {
+	for (long h = 0; h < nh; h++) {
+		const float *qh = q + h * hd;
+		float m = -INFINITY;
+		for (long j = 0; j < n; j++) {
+			float s = scale * dot(qh, k + j * ld + h * hd, hd);
+			scratch[j] = s;
+			m = s > m || s != s ? s : m;
+		}
+		float sum = 0;
+		for (long j = 0; j < n; j++) {
+			scratch[j] = exp1(scratch[j] - m);
+			sum += scratch[j];
+		}
+		float inv = 1.0f / sum;
+		float *oh = out + h * hd;
+		memset(oh, 0, hd * sizeof(float));
+		for (long j = 0; j < n; j++) axpy(oh, scratch[j] * inv, v + j * ld + h * hd, hd);
+	}
+}

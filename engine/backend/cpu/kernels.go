@@ -41,6 +41,11 @@ func cSoftmax(out, x []float32, scale float32) float32 {
 	return float32(C.rk_softmax(fptr(out), fptr(x), C.long(len(x)), C.float(scale)))
 }
 
+func cAttentionDecode(out, q, k, v []float32, n, nh, hd, ld int, scale float32, scratch []float32) {
+	C.rk_attention_decode(fptr(out), fptr(q), fptr(k), fptr(v), C.long(n), C.long(nh), C.long(hd), C.long(ld),
+		C.float(scale), fptr(scratch))
+}
+
 // hasAVX2 reports whether the vectorised kernel paths are in use.
 func hasAVX2() bool { return C.rk_has_avx2() != 0 }
 

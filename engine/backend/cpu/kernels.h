@@ -20,6 +20,11 @@ void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, 
 // out = softmax(x·scale), returning log Σ e^{x·scale} (the row's log-sum-exp).
 float rk_softmax(float *out, const float *x, long n, float scale);
 
+// Decode attention of one query row (q: nh heads of hd) over n cached positions k, v (row
+// stride ld), all heads; scratch holds n floats.
+void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
+                         long ld, float scale, float *scratch);
+
 // rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
 // (tests use it to check that both agree bit for bit).
 int rk_has_avx2(void);

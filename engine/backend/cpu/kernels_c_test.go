@@ -45,6 +45,10 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 		sm := make([]float32, n)
 		lse := cSoftmax(sm, x, 0.7)
 		res = append(res, sm, []float32{lse})
+		const nh, hd, pos = 3, 20, 7 // hd not a multiple of 8: both paths run a tail
+		att := make([]float32, nh*hd)
+		cAttentionDecode(att, y[:nh*hd], x[:pos*nh*hd], x[500:500+pos*nh*hd], pos, nh, hd, nh*hd, 0.3, make([]float32, pos))
+		res = append(res, att)
 		g := append([]float32(nil), x...)
 		cLogProbBackward(g, 0.7, mx+float32(math.Log(s)), 0.3, -0.2, 1.1)
 		res = append(res, g)
