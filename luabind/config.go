@@ -90,16 +90,32 @@ func (e *Env) resolveConfig(cfg map[string]any) error {
 		}
 		cfg["config"] = tomlPath
 	}
+	open := openTables(cfg, "", map[string]bool{})
 	for _, o := range e.args {
 		if _, reserved := reservedKeys[o.key]; reserved {
 			cfg[o.key] = o.raw
 			continue
 		}
-		if err := applyOverride(cfg, o); err != nil {
+		if err := applyOverride(cfg, o, open); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// openTables finds the tables a recipe declared empty: open maps that take any key, for
+// settings passed through to something else (ablate.lua's pass = {}). Their values keep the
+// type they are written with.
+func openTables(m map[string]any, prefix string, out map[string]bool) map[string]bool {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			if len(sub) == 0 {
+				out[prefix+k] = true
+			}
+			openTables(sub, prefix+k+".", out)
+		}
+	}
+	return out
 }
 
 // mergeTOML copies file's values into cfg, checking each key exists with the same type.
@@ -120,6 +136,14 @@ func mergeTOML(cfg, file map[string]any, src, prefix string) error {
 			return fmt.Errorf("config file %s: unknown key %q%s", src, name, suggest(k, cfg))
 		}
 		v := normalizeTOML(file[k])
+		if sub, isMap := old.(map[string]any); isMap && len(sub) == 0 {
+			fm, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("config file %s: key %q must be a table, got %s", src, name, typeName(v))
+			}
+			cfg[k] = fm // an open table takes the file's keys as they are
+			continue
+		}
 		if sub, isMap := old.(map[string]any); isMap {
 			fm, ok := v.(map[string]any)
 			if !ok {
@@ -165,8 +189,9 @@ func normalizeTOML(v any) any {
 	return v
 }
 
-// applyOverride sets a dotted key from its command-line text, parsed as its default's type.
-func applyOverride(cfg map[string]any, o override) error {
+// applyOverride sets a dotted key from its command-line text, parsed as its default's type
+// (in an open table: as TOML if it is a TOML value, else as a string).
+func applyOverride(cfg map[string]any, o override, open map[string]bool) error {
 	path := strings.Split(o.key, ".")
 	m := cfg
 	for i, p := range path[:len(path)-1] {
@@ -178,6 +203,15 @@ func applyOverride(cfg map[string]any, o override) error {
 	}
 	last := path[len(path)-1]
 	old, ok := m[last]
+	if !ok && len(path) > 1 && open[strings.Join(path[:len(path)-1], ".")] {
+		var doc map[string]any
+		if _, err := toml.Decode("v = "+o.raw, &doc); err == nil {
+			m[last] = normalizeTOML(doc["v"])
+		} else {
+			m[last] = o.raw
+		}
+		return nil
+	}
 	if !ok {
 		return fmt.Errorf("override %s=%s: unknown key %q%s", o.key, o.raw, o.key, suggest(last, m))
 	}

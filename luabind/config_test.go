@@ -15,7 +15,8 @@ func TestConfigSources(t *testing.T) {
 	recipe := filepath.Join(dir, "train.lua")
 	os.WriteFile(recipe, []byte(`
 		local rook = require("rook")
-		local cfg = rook.config{ steps = 200, lr = 1e-5, name = "base", opt = { betas = { 0.9, 0.95 } }, flag = false }
+		local cfg = rook.config{ steps = 200, lr = 1e-5, name = "base", opt = { betas = { 0.9, 0.95 } }, flag = false, pass = {} }
+		if cfg.pass.model then print(cfg.pass.model, cfg.pass.size, #cfg.pass.xs) return end
 		print(cfg.steps, cfg.lr, cfg.name, cfg.opt.betas[2], cfg.flag, cfg.resume or "-")
 	`), 0o644)
 	other := filepath.Join(dir, "other.toml")
@@ -36,6 +37,7 @@ func TestConfigSources(t *testing.T) {
 		{"list element type", "", []string{`opt.betas=["a", "b"]`}, "element 1: want a number, got a string"},
 		{"bad boolean", "", []string{"flag=yes"}, "want true or false"},
 		{"missing config file", "", []string{"config=" + filepath.Join(dir, "nope.toml")}, "nope.toml"},
+		{"open table takes any key", "", []string{"pass.model=random:tiny", "pass.size=8", "pass.xs=[1, 2]"}, "random:tiny\t8\t2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@
 -- directory, and print the final evaluation metrics side by side.
 --
 --   rookscript recipes/ablate.lua steps=20 'grid.kl_coef=[0.0, 0.02]' 'grid.lr=[2e-5, 5e-5]'
+--   rookscript recipes/ablate.lua pass.model=path/to/model pass.eval_size=32   # passed to every run
 --   rookscript plot runs/ablate/*        # the runs' curves, overlaid
 local rook = require("rook")
 local evalkit = require("evalkit")
@@ -10,14 +11,15 @@ local cfg = rook.config{
   recipe = "grpo_stable.lua",   -- resolved from the working directory, then beside this recipe
   base_dir = "runs/ablate",
   steps = 20,
-  grid = { kl_coef = { 0.0, 0.02 }, lr = { 5e-5 } },
+  grid = { kl_coef = { 0.0, 0.02 }, lr = { 1e-4 } },
+  pass = {},                    -- overrides given to every run (an open table: any key of the recipe)
 }
 
 -- Every combination of the grid's values, as a list of {name=, overrides=}.
 local keys = {}
 for k in pairs(cfg.grid) do keys[#keys + 1] = k end
 table.sort(keys)
-local settings = { { name = "", overrides = {} } }
+local settings = { { name = "", overrides = cfg.pass } }
 for _, k in ipairs(keys) do
   local next = {}
   for _, s in ipairs(settings) do

@@ -44,7 +44,8 @@ local function source(seed)
 end
 local data = source(cfg.seed + 100)
 local evalset = evalkit.set(source(cfg.seed + 200), cfg.eval_size)
-local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume ~= "" and cfg.resume or nil,
+local resume = cfg.resume ~= "" and cfg.resume or nil
+local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps,
                              keep = cfg.keep, best = "eval/reward_mean" })
 local rec = recovery.new(cfg.recovery)

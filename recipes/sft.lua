@@ -28,7 +28,8 @@ if data_path == "generate" then
 end
 local data = assert(rook.positions{ path = data_path, loop = true })
 local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = cfg.weight_decay })
-local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume ~= "" and cfg.resume or nil,
+local resume = cfg.resume ~= "" and cfg.resume or nil
+local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, opt = opt, data = data, steps = cfg.steps })
 
 sftloop.train{
