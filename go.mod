@@ -3,26 +3,29 @@ module github.com/rookscript/rookscript
 go 1.26
 
 require (
+	github.com/BurntSushi/toml v1.6.0
+	github.com/dustin/go-humanize v1.1.0
+	github.com/notnil/chess v1.10.0
+	github.com/peterh/liner v1.2.2
+	github.com/pkoukk/tiktoken-go v0.1.8
+	github.com/yuin/gopher-lua v1.1.2
+	gonum.org/v1/gonum v0.16.0
+	gonum.org/v1/plot v0.17.0
+	gorgonia.org/cu v0.9.6
+)
+
+require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
-	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/dlclark/regexp2 v1.10.0 // indirect
-	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/mattn/go-runewidth v0.0.4 // indirect
-	github.com/notnil/chess v1.10.0 // indirect
-	github.com/peterh/liner v1.2.2 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/pkoukk/tiktoken-go v0.1.8 // indirect
-	github.com/yuin/gopher-lua v1.1.2 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.0.0-20211117180635-dee7805ff2e1 // indirect
 	golang.org/x/text v0.28.0 // indirect
-	gonum.org/v1/gonum v0.16.0 // indirect
-	gonum.org/v1/plot v0.17.0
-	gorgonia.org/cu v0.9.6 // indirect
 )

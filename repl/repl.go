@@ -151,10 +151,8 @@ func Run(cfg Config) error {
 			} else {
 				fmt.Fprintln(out, err.Error())
 			}
-		default:
-			for _, v := range values {
-				fmt.Fprintln(out, v)
-			}
+		case len(values) > 0:
+			fmt.Fprintln(out, strings.Join(values, "\t")) // several values on one line, as Lua's own REPL
 		}
 	}
 }

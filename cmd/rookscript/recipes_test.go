@@ -126,7 +126,7 @@ func TestREPLSession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("REPL: %v\n%s", err, out)
 	}
-	for _, want := range []string{"\n1\n", "true\n1\ntrue"} {
+	for _, want := range []string{"rook> 1\n", "true\t1\ttrue"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("REPL output lacks %q:\n%s", want, out)
 		}
