@@ -29,6 +29,9 @@
 //	torchstatic  the same with a preallocated cache written in place: the stronger PyTorch
 //	             decode here, where every torch.cat of the growing cache is a fresh allocation
 //	             that the kernel must fault in
+//	grpo         one full GRPO step of the engine at the same shapes (β = 0.02, so the reference
+//	             model runs), split by phase: rollout, reference forward, update (at most 2 timed
+//	             steps: one takes about a minute on two cores)
 //
 // Engine and PyTorch runs alternate: PyTorch runs as a server process (the scripts' --serve
 // mode) that times one op per request, so run i of the engine and run i of PyTorch see nearly
@@ -84,7 +87,7 @@ const modelSpec = "random:124m@seed=42"
 const benchB, benchT = 4, 64
 
 // sections that -only selects from.
-var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic"}
+var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo"}
 
 // settle is the pause between alternated runs of different processes, long enough for the
 // previous one's BLAS threads to stop spinning and go to sleep.
@@ -275,6 +278,7 @@ type bench struct {
 	catTotal             series
 	statPrefill, statDec series
 	statTotal            series
+	grpo                 grpoPhases
 }
 
 // failure records a failed measurement and returns it as a not-measured series.
@@ -319,6 +323,9 @@ func (b *bench) run() *Report {
 	}
 	if b.sel["gen"] || b.sel["torchgen"] || b.sel["torchstatic"] {
 		b.runGen()
+	}
+	if b.sel["grpo"] {
+		b.runGRPO()
 	}
 	return b.report(start, load, strings.Join(order, ","))
 }
@@ -623,6 +630,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				add(ratioRow(gr, "speedup.rollout_vs_"+peer.key, fmt.Sprintf("rollout.Sampler speed-up over torch (%s), tokens/s", peer.label), "sampled tok/s / greedy tok/s", b.sampler, tok, true))
 			}
 		}
+	}
+	if s["grpo"] {
+		b.grpoRows(add)
 	}
 	rep.Rows = rows
 	rep.Notes = b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n)
