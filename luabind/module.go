@@ -26,6 +26,7 @@ func (e *Env) loader(L *lua.LState) int {
 		"exec":      e.luaExec,
 		"cache_dir": luaCacheDir,
 		"exists":    luaExists,
+		"progress":  e.luaProgress,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	grpo := L.NewTable()
@@ -52,6 +53,7 @@ func (e *Env) registerTypes(L *lua.LState) {
 	}))
 	registerType(L, adamType, adamMethods, nil)
 	registerType(L, runType, runMethods, runIndex)
+	registerType(L, progressType, progressMethods, nil)
 }
 
 // registerType creates the metatable of a userdata type: methods by name, plus an optional

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // progress reports a run's steps: on a terminal one line redrawn in place (step i/N, ETA,
 // tokens/s, reward, KL), elsewhere a plain line per step; nothing with --quiet.
 type progress struct {
+	label    string // what is progressing, before the step count ("" for a run's steps)
 	out      io.Writer
 	quiet    bool
 	tty      bool
@@ -22,6 +24,7 @@ type progress struct {
 	start    time.Time
 	drawn    bool
 	lastLine string
+	printed  time.Time // when the last plain line was printed (labelled loops are throttled)
 }
 
 func newProgress(e *Env, total, from int) *progress {
@@ -43,6 +46,9 @@ func (p *progress) update(step int, m map[string]float64) {
 		return
 	}
 	var b strings.Builder
+	if p.label != "" {
+		b.WriteString(p.label + ": ")
+	}
 	if p.total > 0 {
 		fmt.Fprintf(&b, "step %d/%d", step, p.total)
 	} else {
@@ -70,6 +76,12 @@ func (p *progress) update(step int, m map[string]float64) {
 		p.drawn, p.lastLine = true, line
 		return
 	}
+	// Off a terminal, a labelled loop (hundreds of fast steps) prints a line every 10 s and
+	// its last step; a run's steps are each worth a line.
+	if p.label != "" && step != p.total && time.Since(p.printed) < 10*time.Second {
+		return
+	}
+	p.printed = time.Now()
 	fmt.Fprintln(p.out, line)
 }
 
@@ -91,4 +103,34 @@ func (p *progress) finish() {
 		fmt.Fprintln(p.out)
 		p.drawn = false
 	}
+}
+
+const progressType = "rook.progress"
+
+// rook.progress{total=, label=} → a progress line of its own, for loops that are not a run
+// (a default-model build, an evaluation sweep): p:update(step, metrics), p:done().
+func (e *Env) luaProgress(L *lua.LState) int {
+	o := optsArg(L, 1, "rook.progress")
+	p := newProgress(e, o.int("total", 0), 0)
+	p.label = o.str("label", "")
+	o.done()
+	e.progress = p
+	L.Push(newUserData(L, progressType, p))
+	return 1
+}
+
+var progressMethods = map[string]lua.LGFunction{
+	"update": func(L *lua.LState) int {
+		p := check[*progress](L, 1, progressType)
+		m := map[string]float64{}
+		if L.GetTop() >= 3 {
+			m = metricsArg(L, 3)
+		}
+		p.update(L.CheckInt(2), m)
+		return 0
+	},
+	"done": func(L *lua.LState) int {
+		check[*progress](L, 1, progressType).finish()
+		return 0
+	},
 }

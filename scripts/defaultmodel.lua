@@ -58,16 +58,14 @@ function M.ensure(o)
   end
   local policy = assert(rook.load(M.SPEC.arch))
   local t0 = rook.clock()
+  local bar = o.log and rook.progress{ total = M.SPEC.steps, label = "default model SFT" }
   sftloop.train{
     model = policy, data = rook.positions{ path = data, loop = true },
     steps = M.SPEC.steps, batch = M.SPEC.batch, lr = M.SPEC.lr, lr_warmup = M.SPEC.lr_warmup,
     lr_min = M.SPEC.lr_min, max_grad_norm = M.SPEC.max_grad_norm,
-    log = function(step, m)
-      if step % 50 == 0 or step == M.SPEC.steps then
-        say("default model SFT step %d/%d: loss %.3f (%.0f tok/s)", step, M.SPEC.steps, m.loss, m.tokens_per_sec)
-      end
-    end,
+    log = function(step, m) if bar then bar:update(step, m) end end,
   }
+  if bar then bar:done() end
   assert(policy:save(model))
   say("built in %.0fs: %s", rook.clock() - t0, model)
   return model

@@ -79,6 +79,13 @@ function T.test_reference_sync_is_explicit()
   check.errors(function() policy:sync(ref) end, "sync is for references")
 end
 
+function T.test_progress()
+  local p = rook.progress{ total = 3, label = "loop" }
+  for i = 1, 3 do p:update(i, { loss = 1 / i }) end
+  p:done()
+  check.errors(function() rook.progress{ totl = 3 } end, 'unknown option "totl"')
+end
+
 function T.test_tokenizer()
   local ids = rook.encode("Hello world")
   check.eq(ids[1], 15496)
