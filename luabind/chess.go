@@ -12,6 +12,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/atomicfile"
 	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/rollout"
 )
@@ -501,20 +502,12 @@ func (e *Env) luaDataset(L *lua.LState) int {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return pushErr(L, err)
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	var st chess.DatasetStats
+	err := atomicfile.Write(path, func(w io.Writer) (err error) {
+		st, err = chess.BuildDataset(L.Context(), p.src, g.p, w, opt)
+		return err
+	})
 	if err != nil {
-		return pushErr(L, err)
-	}
-	st, err := chess.BuildDataset(L.Context(), p.src, g.p, f, opt)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return pushErr(L, err)
 	}
 	b, _ := json.Marshal(st)

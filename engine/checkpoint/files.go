@@ -3,12 +3,9 @@ package checkpoint
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 )
 
 // writeSynced creates path with data and fsyncs it. Inside a checkpoint's temporary
@@ -27,49 +24,6 @@ func writeSynced(path string, data []byte) (err error) {
 		return err
 	}
 	return f.Sync()
-}
-
-// writeAtomic replaces path with data: a synced temporary file in the same directory renamed
-// over it, then the directory synced, so readers and crashes see the old or the new file.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes renames and creations in dir durable. Filesystems that cannot fsync a
-// directory say so with EINVAL; there is nothing more to do on them.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, errors.ErrUnsupported) {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // hashFile returns a regular file's size and sha256.

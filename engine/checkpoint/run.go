@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/rookscript/rookscript/engine/atomicfile"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,7 +113,7 @@ func (r *Run) path(elem ...string) string {
 
 // WriteRecipe stores a copy of the recipe source as recipe.lua.
 func (r *Run) WriteRecipe(src []byte) error {
-	return writeAtomic(filepath.Join(r.Dir, "recipe.lua"), src)
+	return atomicfile.WriteBytes(filepath.Join(r.Dir, "recipe.lua"), src)
 }
 
 // WriteConfig stores the resolved config as config.json; later checkpoints record it too.
@@ -120,7 +122,7 @@ func (r *Run) WriteConfig(cfg any) error {
 	if err != nil {
 		return fmt.Errorf("run config: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(r.Dir, "config.json"), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(r.Dir, "config.json"), append(b, '\n')); err != nil {
 		return err
 	}
 	r.config = b

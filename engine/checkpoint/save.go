@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/rookscript/rookscript/engine/atomicfile"
+
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -120,7 +122,7 @@ func (r *Run) Save(st *State) (string, error) {
 	}
 	hook("state")
 	for _, d := range append(dirs, tmp) {
-		if err := syncDir(d); err != nil {
+		if err := atomicfile.SyncDir(d); err != nil {
 			return fail(err)
 		}
 	}
@@ -133,11 +135,11 @@ func (r *Run) Save(st *State) (string, error) {
 		return fail(err)
 	}
 	placed = true
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fail(err)
 	}
 	hook("renamed")
-	if err := writeAtomic(r.path("LATEST"), []byte(name+"\n")); err != nil {
+	if err := atomicfile.WriteBytes(r.path("LATEST"), []byte(name+"\n")); err != nil {
 		return fail(err)
 	}
 	st.Name, st.Time, st.ParamsHash = name, fs.Time, policyHash
@@ -202,7 +204,7 @@ func (r *Run) moveAside(name string) (bool, error) {
 		}
 		for i := len(names) - 1; i >= 0; i-- {
 			if names[i] != name {
-				if err := writeAtomic(r.path("LATEST"), []byte(names[i]+"\n")); err != nil {
+				if err := atomicfile.WriteBytes(r.path("LATEST"), []byte(names[i]+"\n")); err != nil {
 					return false, err
 				}
 				break
@@ -252,7 +254,7 @@ func (r *Run) updateBest(name string, metrics map[string]float64, replaced bool)
 			}
 		}
 	}
-	return writeAtomic(r.path("BEST"), []byte(name+"\n"))
+	return atomicfile.WriteBytes(r.path("BEST"), []byte(name+"\n"))
 }
 
 // rescanBest points BEST at the best of all checkpoints (the earliest on ties), or removes it.
@@ -275,9 +277,9 @@ func (r *Run) rescanBest() error {
 		if err := os.Remove(r.path("BEST")); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		return syncDir(r.path())
+		return atomicfile.SyncDir(r.path())
 	}
-	return writeAtomic(r.path("BEST"), []byte(best+"\n"))
+	return atomicfile.WriteBytes(r.path("BEST"), []byte(best+"\n"))
 }
 
 // prune removes checkpoints beyond the newest KeepLast, never the one LATEST (latest) or BEST
@@ -331,5 +333,5 @@ func (r *Run) sweepTemp() error {
 			}
 		}
 	}
-	return syncDir(r.path())
+	return atomicfile.SyncDir(r.path())
 }

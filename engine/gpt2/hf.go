@@ -1,6 +1,8 @@
 package gpt2
 
 import (
+	"github.com/rookscript/rookscript/engine/atomicfile"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -384,7 +386,7 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 		if err := WriteSafetensors(filepath.Join(d, "model.safetensors"), tensors, nil); err != nil {
 			return err
 		}
-		return writeFileAtomic(filepath.Join(d, "config.json"), func(w io.Writer) error {
+		return atomicfile.Write(filepath.Join(d, "config.json"), func(w io.Writer) error {
 			_, err := w.Write(conf)
 			return err
 		})
@@ -416,6 +418,5 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 		os.RemoveAll(tmp)
 		return err
 	}
-	syncDir(filepath.Dir(clean))
-	return nil
+	return atomicfile.SyncDir(filepath.Dir(clean))
 }

@@ -1,6 +1,8 @@
 package gpt2
 
 import (
+	"github.com/rookscript/rookscript/engine/atomicfile"
+
 	"bufio"
 	"encoding/binary"
 	"fmt"
@@ -148,7 +150,7 @@ func SaveLLMCPadded(path string, cfg Config, params []float32, multiple int) err
 	hdr[2], hdr[3], hdr[4] = int32(cfg.MaxSeqLen), int32(cfg.VocabSize), int32(cfg.NumLayers)
 	hdr[5], hdr[6], hdr[7] = int32(cfg.NumHeads), int32(cfg.Channels), int32(vp)
 	wte, _ := l.Lookup("wte.weight")
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		if err := binary.Write(w, binary.LittleEndian, hdr[:]); err != nil {
 			return err
 		}

@@ -1,7 +1,8 @@
 package gpt2
 
 import (
-	"bufio"
+	"github.com/rookscript/rookscript/engine/atomicfile"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -416,7 +416,7 @@ func WriteSafetensors(path string, tensors []STTensor, metadata map[string]strin
 		h.WriteString(strings.Repeat(" ", pad))
 	}
 
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		var n [8]byte
 		binary.LittleEndian.PutUint64(n[:], uint64(h.Len()))
 		if _, err := w.Write(n[:]); err != nil {
@@ -443,54 +443,4 @@ func jsonString(s string) string {
 		panic(err) // a Go string always encodes
 	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// writeFileAtomic writes path through a temporary file in the same directory that is synced
-// and renamed into place, so readers see the old file or the complete new one, never a
-// partial write (a crash mid-save must not destroy the last good checkpoint).
-func writeFileAtomic(path string, write func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = write(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes a rename durable. Best effort: some filesystems refuse to fsync directories,
-// and the data itself is already synced.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
