@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -241,7 +242,7 @@ func boolInt(b bool) int {
 // completions (each has its own random stream, so the order of work does not matter).
 func sampleRows(d gpt2.Dist, active []*completionState, cfg Config) {
 	v := len(d.Probs) / d.Rows
-	const workers = 2
+	workers := min(runtime.GOMAXPROCS(0), len(active))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
