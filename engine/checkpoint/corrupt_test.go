@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // copyDir copies a directory tree of regular files.
@@ -62,13 +63,13 @@ func truncate(t *testing.T, path string) {
 }
 
 // rewriteSafetensors replaces one tensor of a safetensors file.
-func rewriteSafetensors(t *testing.T, path, name string, replace func(gpt2.STTensor) gpt2.STTensor) {
+func rewriteSafetensors(t *testing.T, path, name string, replace func(safetensors.Tensor) safetensors.Tensor) {
 	t.Helper()
-	st, err := gpt2.ReadSafetensors(path)
+	st, err := safetensors.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ts []gpt2.STTensor
+	var ts []safetensors.Tensor
 	for _, n := range st.Names() {
 		tn := st.Tensors[n]
 		if n == name {
@@ -76,7 +77,7 @@ func rewriteSafetensors(t *testing.T, path, name string, replace func(gpt2.STTen
 		}
 		ts = append(ts, tn)
 	}
-	if err := gpt2.WriteSafetensors(path, ts, st.Metadata); err != nil {
+	if err := safetensors.Write(path, ts, st.Metadata); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,20 +140,20 @@ func TestCorruptCheckpointsAreRefused(t *testing.T) {
 			os.WriteFile(p, []byte(edited), 0o644)
 		}, []string{"state.json", "content sha256", "corrupted"}},
 		{"sealed: wrong-shape optimizer moment", func(t *testing.T, ck string) {
-			rewriteSafetensors(t, filepath.Join(ck, "optimizer.safetensors"), "m", func(gpt2.STTensor) gpt2.STTensor {
-				return gpt2.F32Tensor("m", []int{total - 1}, make([]float32, total-1))
+			rewriteSafetensors(t, filepath.Join(ck, "optimizer.safetensors"), "m", func(safetensors.Tensor) safetensors.Tensor {
+				return safetensors.F32("m", []int{total - 1}, make([]float32, total-1))
 			})
 			rewriteState(t, ck, nil)
 		}, []string{"optimizer.safetensors", `tensor "m"`, fmt.Sprintf("[%d]", total-1), fmt.Sprintf("want F32 [%d]", total)}},
 		{"sealed: wrong-shape model tensor", func(t *testing.T, ck string) {
-			rewriteSafetensors(t, filepath.Join(ck, "model", "model.safetensors"), "transformer.ln_f.bias", func(gpt2.STTensor) gpt2.STTensor {
-				return gpt2.F32Tensor("transformer.ln_f.bias", []int{17}, make([]float32, 17))
+			rewriteSafetensors(t, filepath.Join(ck, "model", "model.safetensors"), "transformer.ln_f.bias", func(safetensors.Tensor) safetensors.Tensor {
+				return safetensors.F32("transformer.ln_f.bias", []int{17}, make([]float32, 17))
 			})
 			rewriteState(t, ck, nil)
 		}, []string{"model.safetensors", "ln_f.bias", "shape [17]", "want [16]"}},
 		{"sealed: wrong-shape reference tensor", func(t *testing.T, ck string) {
-			rewriteSafetensors(t, filepath.Join(ck, "reference", "model.safetensors"), "transformer.wpe.weight", func(gpt2.STTensor) gpt2.STTensor {
-				return gpt2.F32Tensor("transformer.wpe.weight", []int{47, 16}, make([]float32, 47*16))
+			rewriteSafetensors(t, filepath.Join(ck, "reference", "model.safetensors"), "transformer.wpe.weight", func(safetensors.Tensor) safetensors.Tensor {
+				return safetensors.F32("transformer.wpe.weight", []int{47, 16}, make([]float32, 47*16))
 			})
 			rewriteState(t, ck, nil)
 		}, []string{"reference/model.safetensors", "wpe.weight", "shape [47 16]", "want [48 16]"}},

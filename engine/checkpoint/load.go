@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // load reads the checkpoint in dir, trusting nothing until it is verified: state.json against
@@ -150,7 +151,7 @@ func verifyFile(path string, e fileEntry, keep bool) ([]byte, error) {
 
 // parseOptimizer reads AdamW's moments (flat, total floats each) and step count.
 func parseOptimizer(path string, b []byte, total int) (m, v []float32, steps int, err error) {
-	st, err := gpt2.ParseSafetensors(path, b)
+	st, err := safetensors.Parse(path, b)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // checkpointFinite reads every tensor of every safetensors file of a checkpoint directly
@@ -19,7 +20,7 @@ func checkpointFinite(t *testing.T, ck string) {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".safetensors") {
 			return err
 		}
-		st, err := gpt2.ReadSafetensors(p)
+		st, err := safetensors.Read(p)
 		if err != nil {
 			return err
 		}

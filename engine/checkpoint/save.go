@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // saveHook, when set, runs at each stage of Save: the crash test kills its process there.
@@ -77,12 +78,12 @@ func (r *Run) Save(st *State) (string, error) {
 	}
 	hook("model")
 	total := gpt2.NewLayout(st.Model).Total
-	opt := []gpt2.STTensor{
-		gpt2.F32Tensor("m", []int{total}, st.Optimizer.M),
-		gpt2.F32Tensor("v", []int{total}, st.Optimizer.V),
+	opt := []safetensors.Tensor{
+		safetensors.F32("m", []int{total}, st.Optimizer.M),
+		safetensors.F32("v", []int{total}, st.Optimizer.V),
 		i64Scalar("steps", int64(st.Optimizer.Steps)),
 	}
-	if err := gpt2.WriteSafetensors(filepath.Join(tmp, "optimizer.safetensors"), opt, map[string]string{"optimizer": "adamw"}); err != nil {
+	if err := safetensors.Write(filepath.Join(tmp, "optimizer.safetensors"), opt, map[string]string{"optimizer": "adamw"}); err != nil {
 		return fail(err)
 	}
 	hook("optimizer")
@@ -164,10 +165,10 @@ func checkpointFiles(synced bool) []string {
 	return f
 }
 
-func i64Scalar(name string, v int64) gpt2.STTensor {
+func i64Scalar(name string, v int64) safetensors.Tensor {
 	b := make([]byte, 8)
 	binary.LittleEndian.PutUint64(b, uint64(v))
-	return gpt2.STTensor{Name: name, DType: "I64", Shape: []int{}, Data: b}
+	return safetensors.Tensor{Name: name, DType: "I64", Shape: []int{}, Data: b}
 }
 
 func syncIfExists(path string) error {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // The PyTorch golden fixture in testdata/tiny, written by testdata/gen_fixtures.py: a tiny
@@ -54,7 +56,7 @@ func loadFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := ReadSafetensors(filepath.Join(fixtureDir, "fixture.safetensors"))
+	st, err := safetensors.Read(filepath.Join(fixtureDir, "fixture.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package gpt2
 
 import (
-	"github.com/rookscript/rookscript/engine/atomicfile"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rookscript/rookscript/engine/atomicfile"
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // Hugging Face GPT-2 checkpoints: config.json + model.safetensors. HF's GPT-2 uses Conv1D
@@ -51,7 +52,7 @@ func LoadHF(dir string) (Config, []float32, error) {
 		return Config{}, nil, err
 	}
 	stPath := filepath.Join(dir, "model.safetensors")
-	st, err := ReadSafetensors(stPath)
+	st, err := safetensors.Read(stPath)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			return Config{}, nil, err
@@ -74,11 +75,11 @@ func LoadHF(dir string) (Config, []float32, error) {
 }
 
 // hfParams copies the tensors of st into a flat buffer in our layout.
-func hfParams(st *Safetensors, cfg Config) ([]float32, error) {
+func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 	l := NewLayout(cfg)
 	params := make([]float32, l.Total)
 	found := make(map[string]string, len(l.Tensors)) // layout name -> file name
-	var lmHead *STTensor
+	var lmHead *safetensors.Tensor
 	for _, key := range st.Names() {
 		t := st.Tensors[key]
 		name := strings.TrimPrefix(key, "transformer.")
@@ -103,13 +104,13 @@ func hfParams(st *Safetensors, cfg Config) ([]float32, error) {
 		}
 		dst := params[lt.Off : lt.Off+lt.Size]
 		if !hfIsConv1D(name) {
-			if err := t.decodeFloat32(dst); err != nil {
+			if err := t.DecodeFloat32(dst); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		tmp := make([]float32, lt.Size)
-		if err := t.decodeFloat32(tmp); err != nil {
+		if err := t.DecodeFloat32(tmp); err != nil {
 			return nil, err
 		}
 		hfTranspose(dst, tmp, want[0], want[1])
@@ -350,9 +351,9 @@ func hfConfigBytes(cfg Config) ([]byte, error) {
 
 // hfTensors converts params to HF tensors: "transformer." names, Conv1D weights (in, out),
 // no lm_head (tied to wte; transformers re-ties it on load).
-func hfTensors(cfg Config, params []float32) []STTensor {
+func hfTensors(cfg Config, params []float32) []safetensors.Tensor {
 	l := NewLayout(cfg)
-	out := make([]STTensor, 0, len(l.Tensors))
+	out := make([]safetensors.Tensor, 0, len(l.Tensors))
 	for _, t := range l.Tensors {
 		src := params[t.Off : t.Off+t.Size]
 		shape := hfShape(t)
@@ -361,7 +362,7 @@ func hfTensors(cfg Config, params []float32) []STTensor {
 			hfTranspose(tr, src, t.Shape[0], t.Shape[1])
 			src = tr
 		}
-		out = append(out, F32Tensor("transformer."+t.Name, shape, src))
+		out = append(out, safetensors.F32("transformer."+t.Name, shape, src))
 	}
 	return out
 }
@@ -383,7 +384,7 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 	}
 	tensors := hfTensors(cfg, params)
 	writeBoth := func(d string) error {
-		if err := WriteSafetensors(filepath.Join(d, "model.safetensors"), tensors, nil); err != nil {
+		if err := safetensors.Write(filepath.Join(d, "model.safetensors"), tensors, nil); err != nil {
 			return err
 		}
 		return atomicfile.Write(filepath.Join(d, "config.json"), func(w io.Writer) error {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // ioTestConfig is small and has C != 3C != 4C so a transposed matrix cannot pass a shape check.
@@ -29,7 +31,7 @@ func bitsEqual(a, b []float32) bool {
 }
 
 // hfTestDir writes an HF directory from a config map and tensors.
-func hfTestDir(t *testing.T, conf map[string]any, tensors []STTensor) string {
+func hfTestDir(t *testing.T, conf map[string]any, tensors []safetensors.Tensor) string {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := json.Marshal(conf)
@@ -40,7 +42,7 @@ func hfTestDir(t *testing.T, conf map[string]any, tensors []STTensor) string {
 		t.Fatal(err)
 	}
 	if tensors != nil {
-		if err := WriteSafetensors(filepath.Join(dir, "model.safetensors"), tensors, nil); err != nil {
+		if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), tensors, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,7 +93,7 @@ func TestHFRoundTrip(t *testing.T) {
 	}
 
 	// The file is in HF orientation: Conv1D weights (in, out), "transformer." names, no head.
-	st, err := ReadSafetensors(filepath.Join(dir, "model.safetensors"))
+	st, err := safetensors.Read(filepath.Join(dir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,15 +152,15 @@ func TestLoadHFVariants(t *testing.T) {
 	wte := NewLayout(cfg).Tensors[0]
 
 	t.Run("GPT2Model names, mask buffers, tied head, dropout", func(t *testing.T) {
-		var ts []STTensor
+		var ts []safetensors.Tensor
 		for _, x := range base {
 			x.Name = strings.TrimPrefix(x.Name, "transformer.")
 			ts = append(ts, x)
 		}
 		ts = append(ts,
-			F32Tensor("h.0.attn.bias", []int{1, 1, 5, 5}, make([]float32, 25)),
-			F32Tensor("transformer.h.1.attn.masked_bias", nil, []float32{-1e4}),
-			F32Tensor("lm_head.weight", wte.Shape, params[:wte.Size]))
+			safetensors.F32("h.0.attn.bias", []int{1, 1, 5, 5}, make([]float32, 25)),
+			safetensors.F32("transformer.h.1.attn.masked_bias", nil, []float32{-1e4}),
+			safetensors.F32("lm_head.weight", wte.Shape, params[:wte.Size]))
 		c := hfTestConfig(t, cfg)
 		c["resid_pdrop"], c["embd_pdrop"], c["attn_pdrop"] = 0.1, 0.1, 0.1
 		delete(c, "activation_function") // transformers' default is gelu_new
@@ -180,10 +182,10 @@ func TestLoadHFVariants(t *testing.T) {
 			for i := range want {
 				want[i] = float32(i%97-48) / 64 // |x| <= 0.75 in steps of 2^-6: exact in both
 			}
-			var ts []STTensor
+			var ts []safetensors.Tensor
 			for _, x := range hfTensors(cfg, want) {
 				f, _ := x.Float32s()
-				h := STTensor{Name: x.Name, DType: dt, Shape: x.Shape, Data: make([]byte, 2*len(f))}
+				h := safetensors.Tensor{Name: x.Name, DType: dt, Shape: x.Shape, Data: make([]byte, 2*len(f))}
 				for i, v := range f {
 					bits := uint16(math.Float32bits(v) >> 16) // BF16: exact truncation here
 					if dt == "F16" {
@@ -222,7 +224,7 @@ func TestLoadHFErrors(t *testing.T) {
 	cfg, params := ioTestConfig, ioTestParams(ioTestConfig)
 	conf := hfTestConfig(t, cfg)
 	base := hfTensors(cfg, params)
-	edit := func(f func([]STTensor) []STTensor) []STTensor {
+	edit := func(f func([]safetensors.Tensor) []safetensors.Tensor) []safetensors.Tensor {
 		return f(slices.Clone(base))
 	}
 	wte := NewLayout(cfg).Tensors[0]
@@ -241,19 +243,19 @@ func TestLoadHFErrors(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		conf    map[string]any
-		tensors []STTensor
+		tensors []safetensors.Tensor
 		want    []string
 	}{
-		{"missing tensor", conf, edit(func(ts []STTensor) []STTensor {
-			return slices.DeleteFunc(ts, func(x STTensor) bool { return x.Name == "transformer.h.1.mlp.c_fc.bias" })
+		{"missing tensor", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return slices.DeleteFunc(ts, func(x safetensors.Tensor) bool { return x.Name == "transformer.h.1.mlp.c_fc.bias" })
 		}), []string{"model.safetensors", "missing tensor", "transformer.h.1.mlp.c_fc.bias"}},
-		{"unknown tensor", conf, edit(func(ts []STTensor) []STTensor {
-			return append(ts, F32Tensor("transformer.h.0.attn.rotary", []int{1}, []float32{0}))
+		{"unknown tensor", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.F32("transformer.h.0.attn.rotary", []int{1}, []float32{0}))
 		}), []string{"model.safetensors", `unknown tensor "transformer.h.0.attn.rotary"`}},
-		{"layer out of range", conf, edit(func(ts []STTensor) []STTensor {
-			return append(ts, F32Tensor("transformer.h.2.ln_1.bias", []int{4}, make([]float32, 4)))
+		{"layer out of range", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.F32("transformer.h.2.ln_1.bias", []int{4}, make([]float32, 4)))
 		}), []string{`unknown tensor "transformer.h.2.ln_1.bias"`}},
-		{"wrong shape", conf, edit(func(ts []STTensor) []STTensor {
+		{"wrong shape", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == "transformer.h.0.attn.c_attn.weight" {
 					ts[i].Shape = []int{12, 4} // (out, in): a checkpoint not in Conv1D orientation
@@ -261,17 +263,17 @@ func TestLoadHFErrors(t *testing.T) {
 			}
 			return ts
 		}), []string{"model.safetensors", `"transformer.h.0.attn.c_attn.weight"`, "shape [12 4]", "want [4 12]"}},
-		{"untied head", conf, edit(func(ts []STTensor) []STTensor {
-			return append(ts, F32Tensor("lm_head.weight", wte.Shape, head))
+		{"untied head", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.F32("lm_head.weight", wte.Shape, head))
 		}), []string{"model.safetensors", "lm_head.weight", "element 3", "untied"}},
-		{"head shape", conf, edit(func(ts []STTensor) []STTensor {
-			return append(ts, F32Tensor("lm_head.weight", []int{1}, []float32{0}))
+		{"head shape", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.F32("lm_head.weight", []int{1}, []float32{0}))
 		}), []string{`"lm_head.weight"`, "shape [1]"}},
-		{"duplicate", conf, edit(func(ts []STTensor) []STTensor {
-			return append(ts, F32Tensor("ln_f.bias", []int{4}, make([]float32, 4)))
+		{"duplicate", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.F32("ln_f.bias", []int{4}, make([]float32, 4)))
 		}), []string{`"ln_f.bias" given twice`}},
-		{"integer weights", conf, edit(func(ts []STTensor) []STTensor {
-			ts[0] = I32Tensor(ts[0].Name, ts[0].Shape, make([]int32, ts[0].NumElements()))
+		{"integer weights", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
+			ts[0] = safetensors.I32(ts[0].Name, ts[0].Shape, make([]int32, ts[0].NumElements()))
 			return ts
 		}), []string{`"transformer.wte.weight"`, "I32"}},
 		{"activation", with("activation_function", "relu"), base, []string{"config.json", "activation_function", `"relu"`}},

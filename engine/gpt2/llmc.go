@@ -1,14 +1,15 @@
 package gpt2
 
 import (
-	"github.com/rookscript/rookscript/engine/atomicfile"
-
 	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
 	"os"
+
+	"github.com/rookscript/rookscript/engine/atomicfile"
+	"github.com/rookscript/rookscript/engine/safetensors"
 )
 
 // llm.c model checkpoints (train_gpt2.py write_model, train_gpt2.c gpt2_build_from_checkpoint):
@@ -96,7 +97,7 @@ func LoadLLMC(path string) (Config, []float32, error) {
 				if elt == 4 {
 					dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 				} else {
-					dst[i] = bf16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+					dst[i] = safetensors.BF16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
 				}
 			}
 			dst = dst[n:]

@@ -1,4 +1,4 @@
-package gpt2
+package safetensors
 
 import (
 	"bytes"
@@ -18,17 +18,17 @@ func stRaw(header string, data []byte) []byte {
 	return append(append(b, header...), data...)
 }
 
-func TestSafetensorsRoundTrip(t *testing.T) {
+func TestRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.safetensors")
-	f16 := STTensor{Name: "half", DType: "F16", Shape: []int{2}, Data: []byte{0x00, 0x3c, 0x00, 0xc0}}
-	in := []STTensor{
-		F32Tensor("b.weight", []int{2, 3}, []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0.25}),
-		I32Tensor("a.ids", []int{4}, []int32{7, -1, math.MaxInt32, math.MinInt32}),
-		F32Tensor("scalar", nil, []float32{42}),
-		F32Tensor("empty", []int{0, 3}, nil),
+	f16 := Tensor{Name: "half", DType: "F16", Shape: []int{2}, Data: []byte{0x00, 0x3c, 0x00, 0xc0}}
+	in := []Tensor{
+		F32("b.weight", []int{2, 3}, []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0.25}),
+		I32("a.ids", []int{4}, []int32{7, -1, math.MaxInt32, math.MinInt32}),
+		F32("scalar", nil, []float32{42}),
+		F32("empty", []int{0, 3}, nil),
 		f16,
 	}
-	if err := WriteSafetensors(path, in, map[string]string{"note": "x<y&z"}); err != nil {
+	if err := Write(path, in, map[string]string{"note": "x<y&z"}); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(path)
@@ -49,7 +49,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 		t.Errorf("temporary files left behind: %v %v", entries, err)
 	}
 
-	st, err := ReadSafetensors(path)
+	st, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +81,10 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSafetensorsI64(t *testing.T) {
+func TestI64(t *testing.T) {
 	data := binary.LittleEndian.AppendUint64(nil, uint64(1<<40))
 	data = binary.LittleEndian.AppendUint64(data, math.MaxUint64) // -1
-	st, err := ParseSafetensors("i64", stRaw(`{"x":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}`, data))
+	st, err := Parse("i64", stRaw(`{"x":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}`, data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestHalfConversions(t *testing.T) {
 		{0x7c01, 0x7f802000}, // signalling NaN, payload kept
 		{0xfe01, 0xffc02000}, // negative NaN with payload
 	} {
-		if got := math.Float32bits(f16ToF32(c.h)); got != c.want {
+		if got := math.Float32bits(F16ToF32(c.h)); got != c.want {
 			t.Errorf("f16 %#04x -> %#08x, want %#08x", c.h, got, c.want)
 		}
 	}
@@ -135,7 +135,7 @@ func TestHalfConversions(t *testing.T) {
 		{0x7fc1, 0x7fc10000}, // NaN with payload
 		{0x8000, 0x80000000}, // -0
 	} {
-		if got := math.Float32bits(bf16ToF32(c.h)); got != c.want {
+		if got := math.Float32bits(BF16ToF32(c.h)); got != c.want {
 			t.Errorf("bf16 %#04x -> %#08x, want %#08x", c.h, got, c.want)
 		}
 	}
@@ -143,7 +143,7 @@ func TestHalfConversions(t *testing.T) {
 	half := []byte{0x00, 0x3c, 0x01, 0x00, 0x00, 0xfc}
 	brain := []byte{0x80, 0x3f, 0x49, 0xc0, 0x01, 0x00}
 	b := stRaw(`{"h":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[6,12]}}`, append(half, brain...))
-	st, err := ParseSafetensors("half", b)
+	st, err := Parse("half", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestHalfConversions(t *testing.T) {
 	}
 }
 
-func TestSafetensorsErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	f32x2 := make([]byte, 8)
 	ok := `{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
 	hugeLen := binary.LittleEndian.AppendUint64(nil, 1<<60)
@@ -193,7 +193,7 @@ func TestSafetensorsErrors(t *testing.T) {
 			if err := os.WriteFile(path, c.file, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadSafetensors(path)
+			_, err := Read(path)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -204,25 +204,25 @@ func TestSafetensorsErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ReadSafetensors(filepath.Join(t.TempDir(), "missing.safetensors")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Read(filepath.Join(t.TempDir(), "missing.safetensors")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
 
-func TestWriteSafetensorsRejects(t *testing.T) {
+func TestWriteRejects(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name string
-		ts   []STTensor
+		ts   []Tensor
 		want string
 	}{
-		{"duplicate", []STTensor{F32Tensor("a", []int{1}, []float32{1}), F32Tensor("a", []int{1}, []float32{2})}, `"a" given twice`},
-		{"size", []STTensor{F32Tensor("a", []int{2}, []float32{1})}, `"a": 4 bytes`},
-		{"dtype", []STTensor{{Name: "a", DType: "Q8", Shape: []int{1}, Data: []byte{0}}}, `"Q8"`},
-		{"reserved name", []STTensor{F32Tensor("__metadata__", []int{1}, []float32{1})}, `"__metadata__"`},
+		{"duplicate", []Tensor{F32("a", []int{1}, []float32{1}), F32("a", []int{1}, []float32{2})}, `"a" given twice`},
+		{"size", []Tensor{F32("a", []int{2}, []float32{1})}, `"a": 4 bytes`},
+		{"dtype", []Tensor{{Name: "a", DType: "Q8", Shape: []int{1}, Data: []byte{0}}}, `"Q8"`},
+		{"reserved name", []Tensor{F32("__metadata__", []int{1}, []float32{1})}, `"__metadata__"`},
 	} {
 		path := filepath.Join(dir, c.name+".safetensors")
-		err := WriteSafetensors(path, c.ts, nil)
+		err := Write(path, c.ts, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want mention of %q", c.name, err, c.want)
 		}
@@ -232,7 +232,7 @@ func TestWriteSafetensorsRejects(t *testing.T) {
 	}
 }
 
-func FuzzParseSafetensors(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	var buf bytes.Buffer
 	buf.Write(stRaw(`{"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[2,1],"data_offsets":[0,4]},"b":{"dtype":"I64","shape":[],"data_offsets":[4,12]}}`, make([]byte, 12)))
 	f.Add(buf.Bytes())
@@ -240,13 +240,13 @@ func FuzzParseSafetensors(f *testing.F) {
 	f.Add(stRaw(`{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, []byte{1, 2, 3, 4}))
 	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, '{', '}'})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := ParseSafetensors("fuzz", b)
+		st, err := Parse("fuzz", b)
 		if err != nil {
 			return
 		}
 		for _, name := range st.Names() {
 			ts := st.Tensors[name]
-			if size := stDTypes[ts.DType].size; len(ts.Data) != ts.NumElements()*size {
+			if size := dtypes[ts.DType].size; len(ts.Data) != ts.NumElements()*size {
 				t.Fatalf("tensor %q: %d bytes for shape %v of %s", name, len(ts.Data), ts.Shape, ts.DType)
 			}
 			_, _ = ts.Float32s()

@@ -1,8 +1,6 @@
-package gpt2
+package safetensors
 
 import (
-	"github.com/rookscript/rookscript/engine/atomicfile"
-
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -13,26 +11,23 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rookscript/rookscript/engine/atomicfile"
 )
 
-// The safetensors format (huggingface/safetensors): an 8-byte little-endian header length N,
-// N bytes of JSON mapping tensor names to {dtype, shape, data_offsets} plus an optional
-// "__metadata__" string map, then the data section. Offsets are relative to the data section,
-// and the tensors must tile it exactly.
+// maxHeader is the reference implementation's limit on the JSON header.
+const maxHeader = 100_000_000
 
-// stMaxHeader is the reference implementation's limit on the JSON header.
-const stMaxHeader = 100_000_000
-
-// stDTypes lists the dtypes the reader understands structurally: element size and the rank
+// dtypes lists the dtypes the reader understands structurally: element size and the rank
 // the reference writer sorts by (descending, so wider types come first and stay aligned).
-var stDTypes = map[string]struct{ size, rank int }{
+var dtypes = map[string]struct{ size, rank int }{
 	"BOOL": {1, 0}, "U8": {1, 1}, "I8": {1, 2}, "F8_E5M2": {1, 3}, "F8_E4M3": {1, 4},
 	"I16": {2, 5}, "U16": {2, 6}, "F16": {2, 7}, "BF16": {2, 8}, "I32": {4, 9}, "U32": {4, 10},
 	"F32": {4, 11}, "F64": {8, 12}, "I64": {8, 13}, "U64": {8, 14},
 }
 
-// STTensor is one tensor of a safetensors file: raw little-endian bytes plus dtype and shape.
-type STTensor struct {
+// Tensor is one tensor of a safetensors file: raw little-endian bytes plus dtype and shape.
+type Tensor struct {
 	Name  string
 	DType string // "F32", "F16", "BF16", "I32", "I64", ...
 	Shape []int
@@ -40,15 +35,15 @@ type STTensor struct {
 	file  string // for error messages; empty for tensors built in memory
 }
 
-// Safetensors is a parsed safetensors file. Tensor data aliases the bytes it was parsed from.
-type Safetensors struct {
+// File is a parsed safetensors file. Tensor data aliases the bytes it was parsed from.
+type File struct {
 	Path     string
 	Metadata map[string]string
-	Tensors  map[string]STTensor
+	Tensors  map[string]Tensor
 }
 
 // Names returns the tensor names in sorted order.
-func (s *Safetensors) Names() []string {
+func (s *File) Names() []string {
 	names := make([]string, 0, len(s.Tensors))
 	for n := range s.Tensors {
 		names = append(names, n)
@@ -58,7 +53,7 @@ func (s *Safetensors) Names() []string {
 }
 
 // NumElements is the product of the shape (1 for a scalar).
-func (t STTensor) NumElements() int {
+func (t Tensor) NumElements() int {
 	n := 1
 	for _, d := range t.Shape {
 		n *= d
@@ -66,7 +61,7 @@ func (t STTensor) NumElements() int {
 	return n
 }
 
-func (t STTensor) where() string {
+func (t Tensor) where() string {
 	if t.file == "" {
 		return fmt.Sprintf("tensor %q", t.Name)
 	}
@@ -75,13 +70,13 @@ func (t STTensor) where() string {
 
 // Float32s converts an F32, F16 or BF16 tensor to float32. The half-precision conversions are
 // exact (every F16 and BF16 value, subnormals, infinities and NaN payloads included, is a float32).
-func (t STTensor) Float32s() ([]float32, error) {
+func (t Tensor) Float32s() ([]float32, error) {
 	out := make([]float32, t.NumElements())
-	return out, t.decodeFloat32(out)
+	return out, t.DecodeFloat32(out)
 }
 
-// decodeFloat32 is Float32s into a caller buffer of exactly NumElements floats.
-func (t STTensor) decodeFloat32(dst []float32) error {
+// DecodeFloat32 is Float32s into a caller buffer of exactly NumElements floats.
+func (t Tensor) DecodeFloat32(dst []float32) error {
 	n := len(dst)
 	switch t.DType {
 	case "F32":
@@ -95,9 +90,9 @@ func (t STTensor) decodeFloat32(dst []float32) error {
 		if len(t.Data) != 2*n {
 			return fmt.Errorf("safetensors: %s: %d bytes for %d %s values", t.where(), len(t.Data), n, t.DType)
 		}
-		conv := f16ToF32
+		conv := F16ToF32
 		if t.DType == "BF16" {
-			conv = bf16ToF32
+			conv = BF16ToF32
 		}
 		for i := range dst {
 			dst[i] = conv(binary.LittleEndian.Uint16(t.Data[2*i:]))
@@ -109,7 +104,7 @@ func (t STTensor) decodeFloat32(dst []float32) error {
 }
 
 // Ints converts an I32 or I64 tensor to int.
-func (t STTensor) Ints() ([]int, error) {
+func (t Tensor) Ints() ([]int, error) {
 	n := t.NumElements()
 	out := make([]int, n)
 	switch t.DType {
@@ -137,8 +132,8 @@ func (t STTensor) Ints() ([]int, error) {
 	return out, nil
 }
 
-// f16ToF32 widens an IEEE 754 binary16 value.
-func f16ToF32(h uint16) float32 {
+// F16ToF32 widens an IEEE 754 binary16 value.
+func F16ToF32(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
@@ -159,49 +154,49 @@ func f16ToF32(h uint16) float32 {
 	}
 }
 
-// bf16ToF32 widens a bfloat16 value: it is the top half of a float32.
-func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+// BF16ToF32 widens a bfloat16 value: it is the top half of a float32.
+func BF16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// F32Tensor builds an F32 tensor from values; len(v) must match shape.
-func F32Tensor(name string, shape []int, v []float32) STTensor {
+// F32 builds an F32 tensor from values; len(v) must match shape.
+func F32(name string, shape []int, v []float32) Tensor {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	return STTensor{Name: name, DType: "F32", Shape: append([]int(nil), shape...), Data: b}
+	return Tensor{Name: name, DType: "F32", Shape: append([]int(nil), shape...), Data: b}
 }
 
-// I32Tensor builds an I32 tensor from values; len(v) must match shape.
-func I32Tensor(name string, shape []int, v []int32) STTensor {
+// I32 builds an I32 tensor from values; len(v) must match shape.
+func I32(name string, shape []int, v []int32) Tensor {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
 	}
-	return STTensor{Name: name, DType: "I32", Shape: append([]int(nil), shape...), Data: b}
+	return Tensor{Name: name, DType: "I32", Shape: append([]int(nil), shape...), Data: b}
 }
 
-// ReadSafetensors reads and validates a whole safetensors file.
-func ReadSafetensors(path string) (*Safetensors, error) {
+// Read reads and validates a whole safetensors file.
+func Read(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	return ParseSafetensors(path, b)
+	return Parse(path, b)
 }
 
-// stEntry is one tensor's header record.
-type stEntry struct {
+// headerEntry is one tensor's header record.
+type headerEntry struct {
 	DType   *string  `json:"dtype"`
 	Shape   *[]int64 `json:"shape"`
 	Offsets []uint64 `json:"data_offsets"`
 }
 
-// ParseSafetensors validates b as a safetensors file; path only names it in errors. It checks
+// Parse validates b as a safetensors file; path only names it in errors. It checks
 // the header length against the file, that the header is one JSON object without duplicate
 // keys, every dtype is known, every byte count matches shape×dtype, and that the tensors tile
 // the data section exactly (in range, no overlap, no gap).
-func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
-	fail := func(format string, a ...any) (*Safetensors, error) {
+func Parse(path string, b []byte) (*File, error) {
+	fail := func(format string, a ...any) (*File, error) {
 		return nil, fmt.Errorf("safetensors: %s: %s", path, fmt.Sprintf(format, a...))
 	}
 	if len(b) < 8 {
@@ -211,8 +206,8 @@ func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
 	if n > uint64(len(b)-8) {
 		return fail("header length %d exceeds the %d bytes after it (truncated or not safetensors)", n, len(b)-8)
 	}
-	if n > stMaxHeader {
-		return fail("header length %d exceeds the %d-byte limit", n, stMaxHeader)
+	if n > maxHeader {
+		return fail("header length %d exceeds the %d-byte limit", n, maxHeader)
 	}
 	hdr := b[8 : 8+n]
 	data := b[8+n:]
@@ -228,7 +223,7 @@ func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
 	if _, err := dec.Token(); err != nil {
 		return fail("corrupt header: %v", err)
 	}
-	st := &Safetensors{Path: path, Tensors: map[string]STTensor{}}
+	st := &File{Path: path, Tensors: map[string]Tensor{}}
 	type span struct {
 		name       string
 		begin, end uint64
@@ -258,7 +253,7 @@ func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
 			}
 			continue
 		}
-		var e stEntry
+		var e headerEntry
 		ed := json.NewDecoder(bytes.NewReader(raw))
 		ed.DisallowUnknownFields()
 		if err := ed.Decode(&e); err != nil {
@@ -267,7 +262,7 @@ func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
 		if e.DType == nil || e.Shape == nil || e.Offsets == nil {
 			return fail("tensor %q: header entry needs dtype, shape and data_offsets", key)
 		}
-		dt, ok := stDTypes[*e.DType]
+		dt, ok := dtypes[*e.DType]
 		if !ok {
 			return fail("tensor %q: unknown dtype %q", key, *e.DType)
 		}
@@ -294,9 +289,9 @@ func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
 		}
 		if want := e.Offsets[1] - e.Offsets[0]; numel > want || numel*uint64(dt.size) != want {
 			return fail("tensor %q: shape %v of %s needs %s bytes but data_offsets %v hold %d",
-				key, shape, *e.DType, stBytes(*e.Shape, dt.size), e.Offsets, want)
+				key, shape, *e.DType, byteCount(*e.Shape, dt.size), e.Offsets, want)
 		}
-		st.Tensors[key] = STTensor{Name: key, DType: *e.DType, Shape: shape,
+		st.Tensors[key] = Tensor{Name: key, DType: *e.DType, Shape: shape,
 			Data: data[e.Offsets[0]:e.Offsets[1]:e.Offsets[1]], file: path}
 		spans = append(spans, span{key, e.Offsets[0], e.Offsets[1]})
 	}
@@ -330,8 +325,8 @@ func ParseSafetensors(path string, b []byte) (*Safetensors, error) {
 	return st, nil
 }
 
-// stBytes formats shape×size for an error message without overflowing.
-func stBytes(shape []int64, size int) string {
+// byteCount formats shape×size for an error message without overflowing.
+func byteCount(shape []int64, size int) string {
 	f := float64(size)
 	for _, d := range shape {
 		f *= float64(d)
@@ -342,19 +337,19 @@ func stBytes(shape []int64, size int) string {
 	return fmt.Sprintf("%.3g", f)
 }
 
-// WriteSafetensors writes tensors to path atomically (temporary file in the same directory,
+// Write writes tensors to path atomically (temporary file in the same directory,
 // fsync, rename). As the reference writer does, data is laid out by dtype width (widest first)
 // then name, the header lists tensors in that order after "__metadata__", and the header is
 // padded with spaces to a multiple of 8 bytes so the data section is aligned. metadata gets
 // "format": "pt" when it has no "format" key, as PyTorch-produced files carry.
-func WriteSafetensors(path string, tensors []STTensor, metadata map[string]string) error {
+func Write(path string, tensors []Tensor, metadata map[string]string) error {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("safetensors: writing %s: %s", path, fmt.Sprintf(format, a...))
 	}
-	ts := append([]STTensor(nil), tensors...)
+	ts := append([]Tensor(nil), tensors...)
 	seen := map[string]bool{}
 	for _, t := range ts {
-		dt, ok := stDTypes[t.DType]
+		dt, ok := dtypes[t.DType]
 		switch {
 		case t.Name == "" || t.Name == "__metadata__":
 			return fail("invalid tensor name %q", t.Name)
@@ -374,7 +369,7 @@ func WriteSafetensors(path string, tensors []STTensor, metadata map[string]strin
 		seen[t.Name] = true
 	}
 	sort.Slice(ts, func(i, j int) bool {
-		ri, rj := stDTypes[ts[i].DType].rank, stDTypes[ts[j].DType].rank
+		ri, rj := dtypes[ts[i].DType].rank, dtypes[ts[j].DType].rank
 		if ri != rj {
 			return ri > rj
 		}
