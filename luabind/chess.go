@@ -15,6 +15,8 @@ import (
 	"github.com/rookscript/rookscript/engine/atomicfile"
 	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/rollout"
+	"github.com/rookscript/rookscript/engine/rookworld"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 const (
@@ -32,7 +34,7 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 	L.SetFuncs(ch, map[string]lua.LGFunction{
 		"step": luaChessStep,
 		"policy_prompt": func(L *lua.LState) int {
-			L.Push(lua.LString(chess.PolicyPrompt(L.CheckString(1), L.OptBool(2, true))))
+			L.Push(lua.LString(rookworld.PolicyPrompt(L.CheckString(1), L.OptBool(2, true))))
 			return 1
 		},
 		"dataset": e.luaDataset,
@@ -44,7 +46,7 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 }
 
 // engine is a Stockfish pool.
-type engine struct{ p *chess.Pool }
+type engine struct{ p *stockfish.Pool }
 
 func (g *engine) String() string {
 	c := g.p.Config()
@@ -59,7 +61,7 @@ func checkEngine(L *lua.LState, n int) *engine { return check[*engine](L, n, eng
 // → engine pool, or nil, err when the engine cannot start.
 func (e *Env) luaStockfish(L *lua.LState) int {
 	o := optsArg(L, 1, "rook.stockfish")
-	cfg := chess.EngineConfig{
+	cfg := stockfish.Config{
 		Path:      o.str("path", ""),
 		Workers:   o.int("workers", 1),
 		Depth:     o.int("depth", 10),
@@ -70,7 +72,7 @@ func (e *Env) luaStockfish(L *lua.LState) int {
 		CacheFile: o.str("cache_file", ""),
 	}
 	o.done()
-	p, err := chess.NewPool(L.Context(), cfg)
+	p, err := stockfish.NewPool(L.Context(), cfg)
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -85,7 +87,7 @@ var engineMethods = map[string]lua.LGFunction{
 	"analyse": func(L *lua.LState) int {
 		g := checkEngine(L, 1)
 		fen := L.CheckString(2)
-		a, err := g.p.AnalyseWith(L.Context(), chess.Request{FEN: fen, Depth: L.OptInt(3, 0)})
+		a, err := g.p.AnalyseWith(L.Context(), stockfish.Request{FEN: fen, Depth: L.OptInt(3, 0)})
 		if err != nil {
 			return pushErr(L, err)
 		}
@@ -104,8 +106,8 @@ var engineMethods = map[string]lua.LGFunction{
 
 // positions is a source of prompts for both RookWorld tasks.
 type positions struct {
-	src         chess.Source
-	spec        chess.SourceSpec
+	src         rookworld.Source
+	spec        rookworld.SourceSpec
 	task        string  // "policy", "env" or "mix"
 	envFraction float64 // mix: share of A: prompts
 	seed        uint64
@@ -127,13 +129,13 @@ func checkPositions(L *lua.LState, n int) *positions { return check[*positions](
 func (e *Env) luaPositions(L *lua.LState) int {
 	p := &positions{task: "policy", envFraction: 0.5, pad: true}
 	if s, ok := L.Get(1).(lua.LString); ok {
-		p.spec = chess.SourceSpec{Path: string(s), Loop: true}
+		p.spec = rookworld.SourceSpec{Path: string(s), Loop: true}
 		if s == "generator" {
-			p.spec = chess.SourceSpec{Kind: "generator"}
+			p.spec = rookworld.SourceSpec{Kind: "generator"}
 		}
 	} else {
 		o := optsArg(L, 1, "rook.positions")
-		p.spec = chess.SourceSpec{Path: o.str("path", ""), Kind: o.str("kind", ""), Loop: o.boolean("loop", true),
+		p.spec = rookworld.SourceSpec{Path: o.str("path", ""), Kind: o.str("kind", ""), Loop: o.boolean("loop", true),
 			SkipInvalid: o.boolean("skip_invalid", false), Seed: uint64(o.int("seed", 0)),
 			PerGame: o.int("per_game", 0), MinPly: o.int("min_ply", 0), MaxPly: o.int("max_ply", 0)}
 		p.task = o.str("task", p.task)
@@ -142,7 +144,7 @@ func (e *Env) luaPositions(L *lua.LState) int {
 		if gt, ok := o.value("generator").(*lua.LTable); ok {
 			g := newOpts(L, gt, "rook.positions generator")
 			p.spec.Kind = "generator"
-			p.spec.Generator = chess.GeneratorOptions{Seed: uint64(g.int("seed", 0)), Style: g.str("style", ""),
+			p.spec.Generator = rookworld.GeneratorOptions{Seed: uint64(g.int("seed", 0)), Style: g.str("style", ""),
 				MinPlies: g.int("min_plies", 0), MaxPlies: g.int("max_plies", 0), GuideProb: g.num("guide_prob", 0),
 				GuideDepth: g.int("guide_depth", 0), GuideTop: g.int("guide_top", 0)}
 			if ev := g.value("engine"); ev != lua.LNil {
@@ -165,7 +167,7 @@ func (e *Env) luaPositions(L *lua.LState) int {
 		L.RaiseError("rook.positions: task %q is not policy, env or mix", p.task)
 	}
 	p.seed = p.spec.Seed ^ p.spec.Generator.Seed
-	src, err := chess.Open(p.spec)
+	src, err := rookworld.Open(p.spec)
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -214,7 +216,7 @@ func positionsNext(L *lua.LState) int {
 	return 1
 }
 
-func itemTable(L *lua.LState, p *positions, it chess.Item, index int64, task string) *lua.LTable {
+func itemTable(L *lua.LState, p *positions, it rookworld.Item, index int64, task string) *lua.LTable {
 	t := L.CreateTable(0, 6)
 	t.RawSetString("fen", lua.LString(it.FEN))
 	t.RawSetString("origin", lua.LString(it.Origin))
@@ -232,12 +234,12 @@ func itemTable(L *lua.LState, p *positions, it chess.Item, index int64, task str
 			legal := pos.LegalMoves()
 			move = legal[int(choose(p.seed, index, "move")*float64(len(legal)))]
 		}
-		t.RawSetString("prompt", lua.LString(chess.EnvPrompt(it.FEN, move, it.History)))
+		t.RawSetString("prompt", lua.LString(rookworld.EnvPrompt(it.FEN, move, it.History)))
 		t.RawSetString("task", lua.LString("A"))
 		t.RawSetString("move", lua.LString(move))
 		return t
 	}
-	t.RawSetString("prompt", lua.LString(chess.PolicyPrompt(it.FEN, p.pad)))
+	t.RawSetString("prompt", lua.LString(rookworld.PolicyPrompt(it.FEN, p.pad)))
 	t.RawSetString("task", lua.LString("P"))
 	return t
 }
@@ -262,7 +264,7 @@ func positionsRestore(L *lua.LState) int {
 		L.ArgError(2, err.Error())
 	}
 	b, _ := json.Marshal(v)
-	var c chess.Cursor
+	var c rookworld.Cursor
 	if err := json.Unmarshal(b, &c); err != nil {
 		L.ArgError(2, "not a cursor: "+err.Error())
 	}
@@ -273,8 +275,8 @@ func positionsRestore(L *lua.LState) int {
 }
 
 // rewardConfig reads chess reward options over the defaults.
-func rewardConfig(L *lua.LState, o *opts) chess.RewardConfig {
-	c := chess.DefaultRewardConfig()
+func rewardConfig(L *lua.LState, o *opts) rookworld.RewardConfig {
+	c := rookworld.DefaultRewardConfig()
 	c.MalformedFloor = o.num("malformed", c.MalformedFloor)
 	c.IllegalFloor = o.num("illegal", c.IllegalFloor)
 	c.LegalCredit = o.num("legal_credit", c.LegalCredit)
@@ -288,13 +290,13 @@ func rewardConfig(L *lua.LState, o *opts) chess.RewardConfig {
 	}
 	if t, ok := o.value("policy").(*lua.LTable); ok {
 		w := newOpts(L, t, "policy weights")
-		c.Policy = chess.PolicyWeights{Format: w.num("format", c.Policy.Format), MovesLegal: w.num("moves_legal", c.Policy.MovesLegal),
+		c.Policy = rookworld.PolicyWeights{Format: w.num("format", c.Policy.Format), MovesLegal: w.num("moves_legal", c.Policy.MovesLegal),
 			BestRank: w.num("best_rank", c.Policy.BestRank), Candidates: w.num("candidates", c.Policy.Candidates), Eval: w.num("eval", c.Policy.Eval)}
 		w.done()
 	}
 	if t, ok := o.value("env").(*lua.LTable); ok {
 		w := newOpts(L, t, "env weights")
-		c.Env = chess.EnvWeights{Format: w.num("format", c.Env.Format), FEN: w.num("fen", c.Env.FEN),
+		c.Env = rookworld.EnvWeights{Format: w.num("format", c.Env.Format), FEN: w.num("fen", c.Env.FEN),
 			Flags: w.num("flags", c.Env.Flags), RewardField: w.num("reward_field", c.Env.RewardField)}
 		w.done()
 	}
@@ -304,8 +306,8 @@ func rewardConfig(L *lua.LState, o *opts) chess.RewardConfig {
 	return c
 }
 
-func scorerFrom(L *lua.LState, o *opts) *chess.Scorer {
-	var pool *chess.Pool
+func scorerFrom(L *lua.LState, o *opts) *rookworld.Scorer {
+	var pool *stockfish.Pool
 	if ev := o.value("engine"); ev != lua.LNil {
 		ud, ok := ev.(*lua.LUserData)
 		if !ok {
@@ -317,7 +319,7 @@ func scorerFrom(L *lua.LState, o *opts) *chess.Scorer {
 		}
 		pool = g.p
 	}
-	s, err := chess.NewScorer(pool, rewardConfig(L, o))
+	s, err := rookworld.NewScorer(pool, rewardConfig(L, o))
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
@@ -334,9 +336,9 @@ func luaRewardChess(L *lua.LState) int {
 	o := optsArg(L, 2, "rook.reward.chess")
 	s := scorerFrom(L, o)
 	o.done()
-	ins := make([]chess.Input, len(b.b.Completions))
+	ins := make([]rookworld.Input, len(b.b.Completions))
 	for i, c := range b.b.Completions {
-		ins[i] = chess.Input{Prompt: b.prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+		ins[i] = rookworld.Input{Prompt: b.prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
 	}
 	res, err := s.ScoreBatch(L.Context(), ins)
 	if err != nil {
@@ -349,7 +351,7 @@ func luaRewardChess(L *lua.LState) int {
 
 // setChessRewards stores totals and per-task components (NaN where a component does not
 // apply to a completion's task, so their means cover only their own task).
-func setChessRewards(b *rollout.Batch, res []chess.Result) {
+func setChessRewards(b *rollout.Batch, res []rookworld.Result) {
 	n := len(res)
 	b.Rewards = make([]float64, n)
 	b.Components = map[string][]float64{}
@@ -367,7 +369,7 @@ func setChessRewards(b *rollout.Batch, res []chess.Result) {
 	for i, r := range res {
 		b.Rewards[i] = r.Total
 		prefix := "policy/"
-		if r.Task == chess.TaskEnv {
+		if r.Task == rookworld.TaskEnv {
 			prefix = "env/"
 		}
 		for k, v := range r.Components.Map(r.Task) {
@@ -385,12 +387,12 @@ func boolNum(b bool) float64 {
 	return 0
 }
 
-func rewardSummary(L *lua.LState, b *rollout.Batch, res []chess.Result) *lua.LTable {
+func rewardSummary(L *lua.LState, b *rollout.Batch, res []rookworld.Result) *lua.LTable {
 	out := map[string]any{}
 	sum, pn, an := 0.0, 0, 0
 	for _, r := range res {
 		sum += r.Total
-		if r.Task == chess.TaskEnv {
+		if r.Task == rookworld.TaskEnv {
 			an++
 		} else {
 			pn++
@@ -431,9 +433,9 @@ func luaEval(L *lua.LState) int {
 	s := scorerFrom(L, o)
 	o.done()
 	b := m.generate(L, prompts, cfg)
-	ins := make([]chess.Input, len(b.Completions))
+	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
-		ins[i] = chess.Input{Prompt: prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+		ins[i] = rookworld.Input{Prompt: prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
 	}
 	metrics, res, err := s.Evaluate(L.Context(), ins)
 	if err != nil {
@@ -457,7 +459,7 @@ func luaEval(L *lua.LState) int {
 // rook.chess.step(fen, uci) → the rules' answer to an A: prompt: {fen=, reward=, terminated=,
 // truncated=, legal=, completion=}; nil, err for a bad FEN.
 func luaChessStep(L *lua.LState) int {
-	r, err := chess.EnvStep(L.CheckString(1), L.CheckString(2))
+	r, err := rookworld.EnvStep(L.CheckString(1), L.CheckString(2))
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -473,7 +475,7 @@ func luaChessScore(L *lua.LState) int {
 	o := optsArg(L, 3, "rook.chess.score")
 	s := scorerFrom(L, o)
 	o.done()
-	r, err := s.Score(L.Context(), chess.Input{Prompt: prompt, Completion: completion})
+	r, err := s.Score(L.Context(), rookworld.Input{Prompt: prompt, Completion: completion})
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -495,16 +497,16 @@ func (e *Env) luaDataset(L *lua.LState) int {
 	g := checkEngine(L, 2)
 	path := L.CheckString(3)
 	o := optsArg(L, 4, "rook.chess.dataset")
-	opt := chess.DatasetOptions{Rows: o.int("rows", 0), EnvFraction: o.num("env_fraction", 0.5), Seed: uint64(o.int("seed", 0)),
+	opt := rookworld.DatasetOptions{Rows: o.int("rows", 0), EnvFraction: o.num("env_fraction", 0.5), Seed: uint64(o.int("seed", 0)),
 		Depth: o.int("depth", 0), JSONL: o.boolean("jsonl", false), PublicBestQuirk: o.boolean("public_best_quirk", false),
 		ShuffleCandidates: o.boolean("shuffle_candidates", false), IllegalFraction: o.num("illegal_fraction", 0)}
 	o.done()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return pushErr(L, err)
 	}
-	var st chess.DatasetStats
+	var st rookworld.DatasetStats
 	err := atomicfile.Write(path, func(w io.Writer) (err error) {
-		st, err = chess.BuildDataset(L.Context(), p.src, g.p, w, opt)
+		st, err = rookworld.BuildDataset(L.Context(), p.src, g.p, w, opt)
 		return err
 	})
 	if err != nil {

@@ -19,7 +19,7 @@ const (
 // StartFEN is the standard initial position.
 const StartFEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
-// Move errors. Play and EnvStep wrap them, so callers can tell a move the
+// Move errors. Play, ParseSAN and Game.Push wrap them, so callers can tell a move the
 // model could not even spell from one the rules forbid.
 var (
 	ErrMalformedMove = errors.New("malformed UCI move")
@@ -403,6 +403,114 @@ func (p *Position) apply(m *nc.Move) *Position {
 		panic(fmt.Sprintf("chess: re-reading %s: %v", q.engineFEN(), err))
 	}
 	return q
+}
+
+// ParseSAN resolves a move in standard algebraic notation (also long
+// algebraic like "Ng1-f3" or "e2e4", "0-0" castling, check and annotation
+// suffixes) to UCI. It errors when no legal move or more than one matches.
+func (p *Position) ParseSAN(san string) (string, error) {
+	s := strings.TrimRight(san, "+#!?")
+	s = strings.TrimSuffix(s, "e.p.")
+	if s == "" {
+		return "", fmt.Errorf("%w: empty SAN %q", ErrMalformedMove, san)
+	}
+	switch s {
+	case "O-O", "0-0", "O-O-O", "0-0-0":
+		from, to := "e1", "g1"
+		if len(s) == 5 {
+			to = "c1"
+		}
+		if !p.white {
+			from, to = "e8", to[:1]+"8"
+		}
+		if k := p.sq[mustSquare(from)]; k != 'K' && k != 'k' || !p.IsLegal(from+to) {
+			return "", fmt.Errorf("%w: %s in %s", ErrIllegalMove, san, p.FEN())
+		}
+		return from + to, nil
+	}
+	piece := byte('p')
+	if strings.IndexByte("KQRBN", s[0]) >= 0 {
+		piece = s[0] | 0x20
+		s = s[1:]
+	}
+	var promo byte
+	if k := strings.IndexByte(s, '='); k >= 0 {
+		if k != len(s)-2 {
+			return "", fmt.Errorf("%w: bad promotion in SAN %q", ErrMalformedMove, san)
+		}
+		promo, s = s[k+1]|0x20, s[:k]
+	} else if piece == 'p' && len(s) > 2 && strings.IndexByte("QRBNqrbn", s[len(s)-1]) >= 0 &&
+		s[len(s)-2] >= '1' && s[len(s)-2] <= '8' {
+		promo, s = s[len(s)-1]|0x20, s[:len(s)-1]
+	}
+	if promo != 0 && strings.IndexByte("qrbn", promo) < 0 {
+		return "", fmt.Errorf("%w: bad promotion piece in SAN %q", ErrMalformedMove, san)
+	}
+	s = strings.NewReplacer("x", "", "-", "", ":", "").Replace(s)
+	if len(s) < 2 || len(s) > 4 {
+		return "", fmt.Errorf("%w: SAN %q", ErrMalformedMove, san)
+	}
+	to, ok := squareIndex(s[len(s)-2:])
+	if !ok {
+		return "", fmt.Errorf("%w: SAN %q has no target square", ErrMalformedMove, san)
+	}
+	dis := s[:len(s)-2]
+	fromFile, fromRank := byte(0), byte(0)
+	for i := 0; i < len(dis); i++ {
+		switch c := dis[i]; {
+		case c >= 'a' && c <= 'h' && fromFile == 0:
+			fromFile = c
+		case c >= '1' && c <= '8' && fromRank == 0:
+			fromRank = c
+		default:
+			return "", fmt.Errorf("%w: SAN %q", ErrMalformedMove, san)
+		}
+	}
+	want := piece
+	if p.white {
+		want -= 'a' - 'A'
+	}
+	var match string
+	for _, u := range p.uci {
+		from, _ := squareIndex(u[0:2])
+		t, _ := squareIndex(u[2:4])
+		if t != to || p.sq[from] != want {
+			continue
+		}
+		if fromFile != 0 && u[0] != fromFile || fromRank != 0 && u[1] != fromRank {
+			continue
+		}
+		var up byte
+		if len(u) == 5 {
+			up = u[4]
+		}
+		if up != promo {
+			continue
+		}
+		if piece == 'k' && abs(int(u[0])-int(u[2])) == 2 {
+			continue // castling is written O-O
+		}
+		if match != "" {
+			return "", fmt.Errorf("%w: SAN %q is ambiguous (%s, %s) in %s", ErrIllegalMove, san, match, u, p.FEN())
+		}
+		match = u
+	}
+	if match == "" {
+		return "", fmt.Errorf("%w: %s in %s", ErrIllegalMove, san, p.FEN())
+	}
+	return match, nil
+}
+
+func mustSquare(s string) int {
+	i, _ := squareIndex(s)
+	return i
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // isIrreversible mirrors python-chess Board.is_irreversible for a legal move:

@@ -1,9 +1,12 @@
-package chess
+package rookworld
 
 import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 func TestPyFloat(t *testing.T) {
@@ -79,8 +82,8 @@ func TestEnvPromptHistory(t *testing.T) {
 		{strings.Fields("1 2 3 4 5 6 7 8 9 10 11"), "3 4 5 6 7 8 9 10 11 e2e4"},
 	}
 	for _, tc := range tests {
-		got := EnvPrompt(StartFEN, "e2e4", tc.previous)
-		if want := "A: " + StartFEN + "+e2e4+" + tc.want + "+"; got != want {
+		got := EnvPrompt(chess.StartFEN, "e2e4", tc.previous)
+		if want := "A: " + chess.StartFEN + "+e2e4+" + tc.want + "+"; got != want {
 			t.Errorf("EnvPrompt(%v) = %q, want %q", tc.previous, got, want)
 		}
 	}
@@ -88,3 +91,19 @@ func TestEnvPromptHistory(t *testing.T) {
 
 // sum defeats constant folding (0.1 + 0.2 as constants is exactly 0.3).
 func sum(a, b float64) float64 { return a + b }
+
+func TestScorePawns(t *testing.T) {
+	tests := []struct {
+		s    stockfish.Score
+		want string
+	}{
+		{stockfish.Score{Value: 35}, "0.35"}, {stockfish.Score{Value: -206}, "-2.06"}, {stockfish.Score{Value: 0}, "0.0"},
+		{stockfish.Score{Mate: true, Value: 3}, "999.97"}, {stockfish.Score{Mate: true, Value: -2}, "-999.98"},
+		{stockfish.Score{Mate: true, Value: 1}, "999.99"}, {stockfish.Score{Mate: true, Value: 0}, "-1000.0"},
+	}
+	for _, tc := range tests {
+		if got := FormatEval(tc.s.Pawns()); got != tc.want {
+			t.Errorf("%v.Pawns() formats as %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

@@ -1,8 +1,11 @@
-package chess
+package rookworld
 
 import (
 	"context"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 func TestComputeMetrics(t *testing.T) {
@@ -42,15 +45,15 @@ func TestComputeMetrics(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
-	pool := newTestPool(t, EngineConfig{Depth: 6})
+	pool := newTestPool(t, stockfish.Config{Depth: 6})
 	s := newTestScorer(t, pool, nil)
 	perfect, a := perfectPolicy(t, pool, rewardFEN)
-	r, _ := EnvStep(StartFEN, "g1f3")
+	r, _ := EnvStep(chess.StartFEN, "g1f3")
 	ins := []Input{
 		{Prompt: PolicyPrompt(rewardFEN, true), Completion: perfect},
 		{Prompt: PolicyPrompt(rewardFEN, true), Completion: PolicyCompletion(a.Moves(), a.Evals(), a.Moves()[1])},
-		{Prompt: EnvPrompt(StartFEN, "g1f3", nil), Completion: r.Completion()},
-		{Prompt: EnvPrompt(StartFEN, "g1f3", nil), Completion: r.NewFEN + "+0.001+1+0"},
+		{Prompt: EnvPrompt(chess.StartFEN, "g1f3", nil), Completion: r.Completion()},
+		{Prompt: EnvPrompt(chess.StartFEN, "g1f3", nil), Completion: r.NewFEN + "+0.001+1+0"},
 	}
 	m, rs, err := s.Evaluate(context.Background(), ins)
 	if err != nil || len(rs) != 4 {

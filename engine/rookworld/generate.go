@@ -1,10 +1,13 @@
-package chess
+package rookworld
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 // Generator play styles.
@@ -23,10 +26,10 @@ type GeneratorOptions struct {
 	// With Engine set, each ply follows the engine with probability
 	// GuideProb: a move drawn uniformly from its top GuideTop lines at
 	// GuideDepth (defaults 3 and 6).
-	Engine     *Pool   `json:"-"`
-	GuideProb  float64 `json:"guide_prob"`
-	GuideDepth int     `json:"guide_depth"`
-	GuideTop   int     `json:"guide_top"`
+	Engine     *stockfish.Pool `json:"-"`
+	GuideProb  float64         `json:"guide_prob"`
+	GuideDepth int             `json:"guide_depth"`
+	GuideTop   int             `json:"guide_top"`
 }
 
 // Generator plays seeded games and yields one position per game: the
@@ -35,7 +38,7 @@ type GeneratorOptions struct {
 // with that move as Item.Next (so A: rows see checkmates and draws).
 type Generator struct {
 	opt   GeneratorOptions
-	start *Position
+	start *chess.Position
 	pcg   *rand.PCG
 	rng   *rand.Rand
 	count int64
@@ -44,7 +47,7 @@ type Generator struct {
 // NewGenerator validates the options and seeds the generator.
 func NewGenerator(opt GeneratorOptions) (*Generator, error) {
 	if opt.StartFEN == "" {
-		opt.StartFEN = StartFEN
+		opt.StartFEN = chess.StartFEN
 	}
 	if opt.MaxPlies == 0 {
 		opt.MaxPlies = 60
@@ -70,7 +73,7 @@ func NewGenerator(opt GeneratorOptions) (*Generator, error) {
 	case opt.GuideTop < 1 || opt.GuideDepth < 1:
 		return nil, fmt.Errorf("generator: guide_top=%d guide_depth=%d, want >= 1", opt.GuideTop, opt.GuideDepth)
 	}
-	start, err := ParseFEN(opt.StartFEN)
+	start, err := chess.ParseFEN(opt.StartFEN)
 	if err != nil {
 		return nil, fmt.Errorf("generator: start_fen: %w", err)
 	}
@@ -87,7 +90,7 @@ func (g *Generator) Next(ctx context.Context) (Item, error) {
 	if err := ctx.Err(); err != nil {
 		return Item{}, err
 	}
-	game := &Game{positions: []*Position{g.start}}
+	game := chess.NewGameFrom(g.start)
 	target := g.opt.MinPlies + g.rng.IntN(g.opt.MaxPlies-g.opt.MinPlies+1)
 	next := ""
 	for game.Ply() < target {
@@ -107,16 +110,16 @@ func (g *Generator) Next(ctx context.Context) (Item, error) {
 		Origin: "generator #" + strconv.FormatInt(g.count, 10)}, nil
 }
 
-func (g *Generator) choose(ctx context.Context, game *Game) (string, error) {
+func (g *Generator) choose(ctx context.Context, game *chess.Game) (string, error) {
 	p := game.Position()
 	if g.opt.Engine != nil && g.opt.GuideProb > 0 && g.rng.Float64() < g.opt.GuideProb {
-		a, err := g.opt.Engine.AnalyseWith(ctx, Request{FEN: p.FEN(), Depth: g.opt.GuideDepth, MultiPV: g.opt.GuideTop})
+		a, err := g.opt.Engine.AnalyseWith(ctx, stockfish.Request{FEN: p.FEN(), Depth: g.opt.GuideDepth, MultiPV: g.opt.GuideTop})
 		if err != nil {
 			return "", fmt.Errorf("generator: %w", err)
 		}
 		return a.Lines[g.rng.IntN(len(a.Lines))].Move, nil
 	}
-	moves := p.uci
+	moves := p.LegalMoves()
 	if g.opt.Style == StyleRandom {
 		return moves[g.rng.IntN(len(moves))], nil
 	}
@@ -139,15 +142,14 @@ func (g *Generator) choose(ctx context.Context, game *Game) (string, error) {
 // openingWeight favours what openings do in the first 16 plies: central pawn
 // moves, knight and bishop development and castling, with few early queen,
 // rook and king walks. Captures are favoured throughout.
-func openingWeight(p *Position, uci string, ply int) float64 {
-	from, _ := squareIndex(uci[0:2])
-	to, _ := squareIndex(uci[2:4])
-	piece := p.sq[from] | 0x20
+func openingWeight(p *chess.Position, uci string, ply int) float64 {
+	fromFile, toFile := int(uci[0]-'a'), int(uci[2]-'a')
+	piece := p.PieceAt(uci[0:2])[0] | 0x20
 	w := 1.0
 	if ply < 16 {
 		switch piece {
 		case 'p':
-			if f := from % 8; f >= 2 && f <= 5 {
+			if fromFile >= 2 && fromFile <= 5 {
 				w = 4
 			}
 		case 'n':
@@ -160,12 +162,12 @@ func openingWeight(p *Position, uci string, ply int) float64 {
 			w = 0.7
 		case 'k':
 			w = 0.3
-			if abs(from%8-to%8) == 2 {
+			if fromFile-toFile == 2 || toFile-fromFile == 2 {
 				w = 6 // castling
 			}
 		}
 	}
-	if p.sq[to] != 0 {
+	if p.PieceAt(uci[2:4]) != "" {
 		w *= 3
 	}
 	return w

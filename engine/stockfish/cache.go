@@ -1,4 +1,4 @@
-package chess
+package stockfish
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
 func cacheKey(fen string, depth, multipv int) string {
@@ -98,7 +100,7 @@ func decodeCacheEntry(b []byte) (*Analysis, error) {
 	if err := dec.Decode(&a); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	pos, err := ParseFEN(a.FEN)
+	pos, err := chess.ParseFEN(a.FEN)
 	if err != nil {
 		return nil, fmt.Errorf("field fen: %w", err)
 	}
@@ -113,7 +115,7 @@ func decodeCacheEntry(b []byte) (*Analysis, error) {
 		return nil, fmt.Errorf("field depth: %d < 1", a.Depth)
 	case a.MultiPV < 1:
 		return nil, fmt.Errorf("field multipv: %d < 1", a.MultiPV)
-	case a.Terminal != NotOver:
+	case a.Terminal != chess.NotOver:
 		return nil, fmt.Errorf("field terminal: terminal positions are never cached")
 	case len(a.Lines) != min(a.MultiPV, pos.NumLegalMoves()):
 		return nil, fmt.Errorf("field lines: %d lines, want %d", len(a.Lines), min(a.MultiPV, pos.NumLegalMoves()))

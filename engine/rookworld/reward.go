@@ -1,4 +1,4 @@
-package chess
+package rookworld
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"math"
 	"strings"
 	"sync"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 // PolicyWeights weight the policy components in the total.
@@ -185,12 +188,12 @@ type Input struct {
 // Scorer computes rewards. Policy answers need the pool; environment answers
 // are judged by the rules alone. A Scorer is safe for concurrent use.
 type Scorer struct {
-	pool *Pool
+	pool *stockfish.Pool
 	cfg  RewardConfig
 }
 
 // NewScorer validates cfg. pool may be nil when only A: prompts are scored.
-func NewScorer(pool *Pool, cfg RewardConfig) (*Scorer, error) {
+func NewScorer(pool *stockfish.Pool, cfg RewardConfig) (*Scorer, error) {
 	if cfg.Shaping == "" {
 		cfg.Shaping = ShapeLinear
 	}
@@ -231,7 +234,7 @@ func (s *Scorer) ScoreBatch(ctx context.Context, ins []Input) ([]Result, error) 
 	errs := make([]error, len(ins))
 	limit := 8
 	if s.pool != nil {
-		limit = 4 * s.pool.cfg.Workers
+		limit = 4 * s.pool.Config().Workers
 	}
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
@@ -272,7 +275,7 @@ func (s *Scorer) scorePolicy(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	pos, _ := ParseFEN(fen)
+	pos, _ := chess.ParseFEN(fen)
 	if pos.NumLegalMoves() == 0 {
 		return r, fmt.Errorf("policy prompt %s: no legal moves to choose from", pos.FEN())
 	}

@@ -1,9 +1,11 @@
-package chess
+package rookworld
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
 // MaxCandidates is the number of candidate moves a policy answer may list.
@@ -93,7 +95,7 @@ func ParsePolicyCompletion(s string) PolicyOutput {
 			o.problem("M: lists %d moves, at most %d allowed", len(o.Moves), MaxCandidates)
 		}
 		for _, m := range o.Moves {
-			if !ValidUCI(m) {
+			if !chess.ValidUCI(m) {
 				o.MovesOK = false
 				o.problem("M: %q is not a UCI move", m)
 			}
@@ -130,7 +132,7 @@ func ParsePolicyCompletion(s string) PolicyOutput {
 		o.problem("no B: field after E:")
 	} else {
 		o.Best = strings.TrimSpace(s[iB+2:])
-		o.BestOK = ValidUCI(o.Best)
+		o.BestOK = chess.ValidUCI(o.Best)
 		if !o.BestOK {
 			o.problem("B: %q is not a single UCI move", o.Best)
 		}
@@ -246,7 +248,7 @@ func ParseEnvCompletion(s string) EnvOutput {
 	}
 	if t, ok := get(0); ok && t != "" {
 		o.FEN = t
-		if _, err := ParseFEN(t); err == nil {
+		if _, err := chess.ParseFEN(t); err == nil {
 			o.FENOK = true
 		} else {
 			o.Problems = append(o.Problems, err.Error())
@@ -305,7 +307,7 @@ func PolicyPromptFields(prompt string) (fen, tail string, err error) {
 		s, tail = s[:i], s[i:]
 	}
 	fen = strings.TrimSpace(s)
-	if _, err := ParseFEN(fen); err != nil {
+	if _, err := chess.ParseFEN(fen); err != nil {
 		return "", "", fmt.Errorf("policy prompt: %w", err)
 	}
 	return fen, tail, nil
@@ -339,7 +341,7 @@ func parseEnvHead(s, orig string, needTail bool) (EnvPromptFields, error) {
 		return p, fmt.Errorf("env prompt %q: unexpected text after the history field", clip(orig, 60))
 	}
 	p.FEN = strings.TrimSpace(f[0])
-	if _, err := ParseFEN(p.FEN); err != nil {
+	if _, err := chess.ParseFEN(p.FEN); err != nil {
 		return p, fmt.Errorf("env prompt: %w", err)
 	}
 	p.Move = strings.TrimSpace(f[1])

@@ -1,4 +1,4 @@
-package chess
+package rookworld
 
 import (
 	"bytes"
@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
-func buildTestDataset(t *testing.T, pool *Pool, opt DatasetOptions) (string, DatasetStats) {
+func buildTestDataset(t *testing.T, pool *stockfish.Pool, opt DatasetOptions) (string, DatasetStats) {
 	t.Helper()
 	gen, err := NewGenerator(GeneratorOptions{Seed: 11, MinPlies: 1, MaxPlies: 40})
 	if err != nil {
@@ -23,7 +26,7 @@ func buildTestDataset(t *testing.T, pool *Pool, opt DatasetOptions) (string, Dat
 }
 
 func TestBuildDataset(t *testing.T) {
-	pool := newTestPool(t, EngineConfig{Depth: 6, Workers: 2})
+	pool := newTestPool(t, stockfish.Config{Depth: 6, Workers: 2})
 	opt := DatasetOptions{Rows: 24, EnvFraction: 0.4, IllegalFraction: 0.25, Seed: 3}
 	out, st := buildTestDataset(t, pool, opt)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -32,7 +35,7 @@ func TestBuildDataset(t *testing.T) {
 	}
 
 	// Same seed and depth, fresh engine: the same bytes.
-	again, _ := buildTestDataset(t, newTestPool(t, EngineConfig{Depth: 6}), opt)
+	again, _ := buildTestDataset(t, newTestPool(t, stockfish.Config{Depth: 6}), opt)
 	if again != out {
 		t.Error("the dataset is not deterministic")
 	}
@@ -75,7 +78,7 @@ func TestBuildDataset(t *testing.T) {
 }
 
 func TestBuildDatasetPublicQuirks(t *testing.T) {
-	pool := newTestPool(t, EngineConfig{Depth: 6})
+	pool := newTestPool(t, stockfish.Config{Depth: 6})
 	ctx := context.Background()
 	out, _ := buildTestDataset(t, pool, DatasetOptions{Rows: 16, Seed: 5, PublicBestQuirk: true, ShuffleCandidates: true})
 	black := 0
@@ -87,7 +90,7 @@ func TestBuildDatasetPublicQuirks(t *testing.T) {
 		o := ParsePolicyCompletion(s.Target)
 		a, _ := pool.Analyse(ctx, s.FEN)
 		want := a.Best()
-		if MustParseFEN(s.FEN).Turn() == Black {
+		if chess.MustParseFEN(s.FEN).Turn() == chess.Black {
 			black++
 			want = a.Lines[len(a.Lines)-1].Move
 		}

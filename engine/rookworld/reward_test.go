@@ -1,15 +1,18 @@
-package chess
+package rookworld
 
 import (
 	"context"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 const rewardFEN = "r1b1kbnr/pp2pppp/n1p5/q2PP3/3P4/2N5/PP3PPP/R1BQKBNR b KQkq - 2 6"
 
-func newTestScorer(t *testing.T, pool *Pool, mod func(*RewardConfig)) *Scorer {
+func newTestScorer(t *testing.T, pool *stockfish.Pool, mod func(*RewardConfig)) *Scorer {
 	t.Helper()
 	cfg := DefaultRewardConfig()
 	if mod != nil {
@@ -25,7 +28,7 @@ func newTestScorer(t *testing.T, pool *Pool, mod func(*RewardConfig)) *Scorer {
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // perfectPolicy is the answer Stockfish itself would give at the pool's depth.
-func perfectPolicy(t *testing.T, p *Pool, fen string) (string, *Analysis) {
+func perfectPolicy(t *testing.T, p *stockfish.Pool, fen string) (string, *stockfish.Analysis) {
 	t.Helper()
 	a, err := p.Analyse(context.Background(), fen)
 	if err != nil {
@@ -35,12 +38,12 @@ func perfectPolicy(t *testing.T, p *Pool, fen string) (string, *Analysis) {
 }
 
 func TestPolicyReward(t *testing.T) {
-	pool := newTestPool(t, EngineConfig{Depth: 8})
+	pool := newTestPool(t, stockfish.Config{Depth: 8})
 	s := newTestScorer(t, pool, nil)
 	ctx := context.Background()
 	perfect, a := perfectPolicy(t, pool, rewardFEN)
 	moves, evals := a.Moves(), a.Evals()
-	pos := MustParseFEN(rewardFEN)
+	pos := chess.MustParseFEN(rewardFEN)
 	var outside string // a legal move outside the engine's lines
 	for _, m := range pos.LegalMoves() {
 		if a.Rank(m) == 0 {
@@ -131,7 +134,7 @@ func TestEnvReward(t *testing.T) {
 	s := newTestScorer(t, nil, nil) // A: needs no engine
 	partial := newTestScorer(t, nil, func(c *RewardConfig) { c.FENPartial = true })
 	ctx := context.Background()
-	prompt := EnvPrompt(StartFEN, "e2e4", nil)
+	prompt := EnvPrompt(chess.StartFEN, "e2e4", nil)
 	next := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
 	wrongFEN := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1" // ep written python-chess would not write
 	w := s.Config().Env
@@ -150,8 +153,8 @@ func TestEnvReward(t *testing.T) {
 		{"reward written differently", prompt, next + "+0.0010+0+0", 1, 1},
 		{"malformed", prompt, next + "+0.001+0", -0.3, -0.3},
 		{"malformed FEN", prompt, "8/8/8+0.001+0+0", -0.3, -0.3},
-		{"illegal move prompt", EnvPrompt(StartFEN, "e2e5", nil), StartFEN + "+-1.0+0+1", 1, 1},
-		{"illegal move prompt, answered as legal", EnvPrompt(StartFEN, "e2e5", nil),
+		{"illegal move prompt", EnvPrompt(chess.StartFEN, "e2e5", nil), chess.StartFEN + "+-1.0+0+1", 1, 1},
+		{"illegal move prompt, answered as legal", EnvPrompt(chess.StartFEN, "e2e5", nil),
 			"rnbqkbnr/pppppppp/8/4P3/8/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1+0.001+0+0", w.Format + w.Flags/2, math.NaN()},
 		{"checkmate", EnvPrompt("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8", nil), "R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1+1.0+1+0", 1, 1},
 	}
@@ -177,7 +180,7 @@ func TestEnvReward(t *testing.T) {
 
 func TestRewardConfig(t *testing.T) {
 	ctx := context.Background()
-	prompt := EnvPrompt(StartFEN, "e2e4", nil)
+	prompt := EnvPrompt(chess.StartFEN, "e2e4", nil)
 	half := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1+1.0+0+0" // reward field wrong
 	tests := []struct {
 		name string
@@ -218,7 +221,7 @@ func TestRewardConfig(t *testing.T) {
 }
 
 func TestScoreBatch(t *testing.T) {
-	pool := newTestPool(t, EngineConfig{Depth: 6, Workers: 2})
+	pool := newTestPool(t, stockfish.Config{Depth: 6, Workers: 2})
 	s := newTestScorer(t, pool, nil)
 	ctx := context.Background()
 
@@ -236,7 +239,7 @@ func TestScoreBatch(t *testing.T) {
 	for i, fen := range testFENs {
 		perfect, _ := perfectPolicy(t, pool, fen)
 		ins = append(ins, Input{Prompt: PolicyPrompt(fen, i%2 == 0), Completion: perfect})
-		r, _ := EnvStep(fen, MustParseFEN(fen).LegalMoves()[0])
+		r, _ := EnvStep(fen, chess.MustParseFEN(fen).LegalMoves()[0])
 		ins = append(ins, Input{Prompt: EnvPrompt(fen, r.Move, nil), Completion: r.Completion()})
 	}
 	ins = append(ins, Input{Prompt: "Q: what?", Completion: "x"}, Input{Prompt: "P: " + testFENs[0], Completion: "garbage"})
@@ -261,7 +264,7 @@ func TestScoreBatch(t *testing.T) {
 	}
 
 	// Deterministic: a fresh pool gives the same totals and components.
-	pool2 := newTestPool(t, EngineConfig{Depth: 6})
+	pool2 := newTestPool(t, stockfish.Config{Depth: 6})
 	s2 := newTestScorer(t, pool2, nil)
 	rs2, _ := s2.ScoreBatch(ctx, ins)
 	for i := range rs {

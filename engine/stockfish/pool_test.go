@@ -1,4 +1,4 @@
-package chess
+package stockfish
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
 // requireStockfish skips only when ROOKSCRIPT_NO_STOCKFISH=1 is set: in CI a
@@ -22,7 +24,7 @@ func requireStockfish(t testing.TB) {
 	}
 }
 
-func newTestPool(t testing.TB, cfg EngineConfig) *Pool {
+func newTestPool(t testing.TB, cfg Config) *Pool {
 	t.Helper()
 	requireStockfish(t)
 	if cfg.Depth == 0 {
@@ -37,7 +39,7 @@ func newTestPool(t testing.TB, cfg EngineConfig) *Pool {
 }
 
 var testFENs = []string{
-	StartFEN,
+	chess.StartFEN,
 	"r1b1kbnr/pp2pppp/n1p5/q2PP3/3P4/2N5/PP3PPP/R1BQKBNR b KQkq - 2 6",
 	"r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
 	"8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
@@ -45,16 +47,16 @@ var testFENs = []string{
 }
 
 func TestPoolAnalyse(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Workers: 2})
+	p := newTestPool(t, Config{Workers: 2})
 	ctx := context.Background()
-	a, err := p.Analyse(ctx, StartFEN)
+	a, err := p.Analyse(ctx, chess.StartFEN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(a.Lines) != 5 || a.Depth != 6 || a.MultiPV != 5 || !strings.HasPrefix(a.Engine, "Stockfish") {
 		t.Fatalf("analysis %+v", a)
 	}
-	pos := MustParseFEN(StartFEN)
+	pos := chess.MustParseFEN(chess.StartFEN)
 	seen := map[string]bool{}
 	for i, l := range a.Lines {
 		if !pos.IsLegal(l.Move) || seen[l.Move] || l.Depth != 6 || l.PV[0] != l.Move {
@@ -77,9 +79,9 @@ func TestPoolAnalyse(t *testing.T) {
 
 	// No legal move: answered without the engine.
 	before := p.Stats().Searches
-	for fen, term := range map[string]Termination{
-		"R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1": Checkmate,
-		"7k/5Q2/6K1/8/8/8/8/8 b - - 1 1":    Stalemate,
+	for fen, term := range map[string]chess.Termination{
+		"R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1": chess.Checkmate,
+		"7k/5Q2/6K1/8/8/8/8/8 b - - 1 1":    chess.Stalemate,
 	} {
 		a, err := p.Analyse(ctx, fen)
 		if err != nil || a.Terminal != term || len(a.Lines) != 0 || a.Best() != "" {
@@ -89,7 +91,7 @@ func TestPoolAnalyse(t *testing.T) {
 	if p.Stats().Searches != before {
 		t.Error("a terminal position reached the engine")
 	}
-	if m := (&Analysis{Terminal: Checkmate}).Score(); FormatEval(m.Pawns()) != "-1000.0" {
+	if m := (&Analysis{Terminal: chess.Checkmate}).Score(); m.Pawns() != -1000 {
 		t.Errorf("checkmated score %v", m)
 	}
 
@@ -103,7 +105,7 @@ func TestPoolAnalyse(t *testing.T) {
 }
 
 func TestPoolScoresAreForTheSideToMove(t *testing.T) {
-	p := newTestPool(t, EngineConfig{})
+	p := newTestPool(t, Config{})
 	ctx := context.Background()
 	// Black to move with an extra queen: good for the side to move.
 	a, err := p.Analyse(ctx, "4k3/8/8/3q4/8/8/8/4K3 b - - 0 1")
@@ -117,15 +119,15 @@ func TestPoolScoresAreForTheSideToMove(t *testing.T) {
 	}
 	// Mate in one for the side to move.
 	a, err = p.Analyse(ctx, "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
-	if err != nil || a.Best() != "a1a8" || a.Score() != (Score{Mate: true, Value: 1}) || FormatEval(a.Evals()[0]) != "999.99" {
+	if err != nil || a.Best() != "a1a8" || a.Score() != (Score{Mate: true, Value: 1}) || a.Evals()[0] != 999.99 {
 		t.Errorf("mate in one: %+v, %v", a, err)
 	}
 }
 
 func TestPoolDeterministic(t *testing.T) {
 	ctx := context.Background()
-	p1 := newTestPool(t, EngineConfig{Workers: 2})
-	p2 := newTestPool(t, EngineConfig{Workers: 1})
+	p1 := newTestPool(t, Config{Workers: 2})
+	p2 := newTestPool(t, Config{Workers: 1})
 	reqs := make([]Request, len(testFENs))
 	rev := make([]Request, len(testFENs))
 	for i, f := range testFENs {
@@ -152,7 +154,7 @@ func TestPoolCacheFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sf.jsonl")
-	p := newTestPool(t, EngineConfig{CacheFile: file})
+	p := newTestPool(t, Config{CacheFile: file})
 	first, err := p.Analyse(ctx, testFENs[1])
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +173,7 @@ func TestPoolCacheFile(t *testing.T) {
 	p.Close()
 
 	// A new pool reads the file and answers without searching.
-	p2 := newTestPool(t, EngineConfig{CacheFile: file})
+	p2 := newTestPool(t, Config{CacheFile: file})
 	if s := p2.Stats(); s.CacheLoaded != 2 {
 		t.Errorf("loaded %d entries, want 2", s.CacheLoaded)
 	}
@@ -193,7 +195,7 @@ func TestPoolCacheFile(t *testing.T) {
 	for _, tc := range bad {
 		f := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".jsonl")
 		os.WriteFile(f, []byte(tc.content), 0o644)
-		_, err := NewPool(ctx, EngineConfig{Depth: 6, CacheFile: f})
+		_, err := NewPool(ctx, Config{Depth: 6, CacheFile: f})
 		if err == nil || !strings.Contains(err.Error(), f+tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, f+tc.want)
 		}
@@ -202,14 +204,14 @@ func TestPoolCacheFile(t *testing.T) {
 	// Entries from another engine are ignored, not trusted.
 	other := filepath.Join(dir, "other.jsonl")
 	os.WriteFile(other, []byte(strings.Replace(lines[0], `"engine":"Stockfish`, `"engine":"Other`, 1)), 0o644)
-	p3 := newTestPool(t, EngineConfig{CacheFile: other})
+	p3 := newTestPool(t, Config{CacheFile: other})
 	if s := p3.Stats(); s.CacheLoaded != 0 {
 		t.Errorf("loaded %d entries from another engine", s.CacheLoaded)
 	}
 }
 
 func TestPoolMemoryCacheBound(t *testing.T) {
-	p := newTestPool(t, EngineConfig{CacheSize: 2, Depth: 4})
+	p := newTestPool(t, Config{CacheSize: 2, Depth: 4})
 	ctx := context.Background()
 	for _, f := range testFENs[:3] {
 		if _, err := p.Analyse(ctx, f); err != nil {
@@ -225,11 +227,11 @@ func TestPoolMemoryCacheBound(t *testing.T) {
 }
 
 func TestPoolMissingBinary(t *testing.T) {
-	_, err := NewPool(context.Background(), EngineConfig{Path: "/nonexistent/dir/stockfish"})
+	_, err := NewPool(context.Background(), Config{Path: "/nonexistent/dir/stockfish"})
 	if err == nil || !strings.Contains(err.Error(), `"/nonexistent/dir/stockfish"`) {
 		t.Errorf("err = %v, want one naming the path", err)
 	}
-	if _, err := NewPool(context.Background(), EngineConfig{Depth: -1}); err == nil || !strings.Contains(err.Error(), "depth") {
+	if _, err := NewPool(context.Background(), Config{Depth: -1}); err == nil || !strings.Contains(err.Error(), "depth") {
 		t.Errorf("bad depth: %v", err)
 	}
 }
@@ -251,7 +253,7 @@ func waitBusy(t *testing.T, p *Pool) int {
 }
 
 func TestPoolEngineKilledMidRequest(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Workers: 2, Depth: 12})
+	p := newTestPool(t, Config{Workers: 2, Depth: 12})
 	ctx := context.Background()
 	reqs := []Request{{FEN: testFENs[2]}, {FEN: testFENs[4]}, {FEN: testFENs[1]}, {FEN: testFENs[3]}}
 	var res []*Analysis
@@ -273,7 +275,7 @@ func TestPoolEngineKilledMidRequest(t *testing.T) {
 		t.Errorf("stats %+v, want a restart and no failure", s)
 	}
 	// The retried searches give exactly what an undisturbed pool gives.
-	q := newTestPool(t, EngineConfig{Depth: 12})
+	q := newTestPool(t, Config{Depth: 12})
 	for i, r := range reqs {
 		want, err := q.AnalyseWith(ctx, r)
 		if err != nil || !reflect.DeepEqual(res[i].Lines, want.Lines) {
@@ -283,7 +285,7 @@ func TestPoolEngineKilledMidRequest(t *testing.T) {
 }
 
 func TestPoolHungEngineIsReplaced(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Depth: 12, Timeout: 2 * time.Second})
+	p := newTestPool(t, Config{Depth: 12, Timeout: 2 * time.Second})
 	ctx := context.Background()
 	var a *Analysis
 	var err error
@@ -313,7 +315,7 @@ func TestPoolHungEngineIsReplaced(t *testing.T) {
 }
 
 func TestPoolGivesUpAfterRetries(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Depth: 30, Timeout: 50 * time.Millisecond, Retries: 1})
+	p := newTestPool(t, Config{Depth: 30, Timeout: 50 * time.Millisecond, Retries: 1})
 	_, err := p.Analyse(context.Background(), testFENs[2])
 	if err == nil || !strings.Contains(err.Error(), "gave up after 2 attempts") || !strings.Contains(err.Error(), testFENs[2]) {
 		t.Errorf("err = %v, want a give-up error naming the FEN", err)
@@ -324,7 +326,7 @@ func TestPoolGivesUpAfterRetries(t *testing.T) {
 }
 
 func TestPoolCallerCancels(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Depth: 30})
+	p := newTestPool(t, Config{Depth: 30})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := p.Analyse(ctx, testFENs[2])
@@ -338,7 +340,7 @@ func TestPoolCallerCancels(t *testing.T) {
 }
 
 func TestPoolConcurrentCallers(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Workers: 2, Depth: 5})
+	p := newTestPool(t, Config{Workers: 2, Depth: 5})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	results := make([][]*Analysis, 8)
@@ -370,7 +372,7 @@ func TestPoolConcurrentCallers(t *testing.T) {
 }
 
 func TestPoolClose(t *testing.T) {
-	p := newTestPool(t, EngineConfig{Workers: 2})
+	p := newTestPool(t, Config{Workers: 2})
 	var pids []int
 	for _, w := range p.Workers() {
 		pids = append(pids, w.PID)
@@ -383,7 +385,7 @@ func TestPoolClose(t *testing.T) {
 			t.Errorf("engine %d still running after Close", pid)
 		}
 	}
-	if _, err := p.Analyse(context.Background(), StartFEN); !errors.Is(err, ErrPoolClosed) {
+	if _, err := p.Analyse(context.Background(), chess.StartFEN); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("after Close: %v", err)
 	}
 	if err := p.Close(); err != nil {
@@ -392,7 +394,7 @@ func TestPoolClose(t *testing.T) {
 }
 
 func TestMoveScores(t *testing.T) {
-	p := newTestPool(t, EngineConfig{})
+	p := newTestPool(t, Config{})
 	ctx := context.Background()
 	fen := "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"
 	s, root, err := p.MoveScores(ctx, fen, 0, []string{"a1a8", "a1a2", "h2h3", "e2e4", "junk", "a1a8"})
@@ -411,7 +413,7 @@ func TestMoveScores(t *testing.T) {
 		}
 	}
 	// A move outside the lines is scored from the position after it.
-	pos := MustParseFEN(fen)
+	pos := chess.MustParseFEN(fen)
 	var outside string
 	for _, m := range pos.LegalMoves() {
 		if root.Rank(m) == 0 {

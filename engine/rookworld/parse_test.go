@@ -1,9 +1,11 @@
-package chess
+package rookworld
 
 import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
 func TestParsePolicyCompletion(t *testing.T) {
@@ -87,8 +89,8 @@ func TestParseEnvCompletion(t *testing.T) {
 }
 
 func TestParseSample(t *testing.T) {
-	policy := PolicyText(StartFEN, []string{"e2e4", "d2d4"}, []float64{0.3, 0.25}, "e2e4")
-	env := "A: " + StartFEN + "+e2e4+e2e4+rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1+0.001+0+0"
+	policy := PolicyText(chess.StartFEN, []string{"e2e4", "d2d4"}, []float64{0.3, 0.25}, "e2e4")
+	env := "A: " + chess.StartFEN + "+e2e4+e2e4+rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1+0.001+0+0"
 	raw := strings.TrimPrefix(env, "A: ")
 	tests := []struct {
 		name, text string
@@ -96,18 +98,18 @@ func TestParseSample(t *testing.T) {
 		prompt     string
 		err        string
 	}{
-		{"policy", policy, TaskPolicy, PolicyPrompt(StartFEN, true), ""},
-		{"policy with newline", policy + "\r\n", TaskPolicy, PolicyPrompt(StartFEN, true), ""},
-		{"env", env, TaskEnv, "A: " + StartFEN + "+e2e4+e2e4+", ""},
-		{"env with trailing space", env + " ", TaskEnv, "A: " + StartFEN + "+e2e4+e2e4+", ""},
-		{"raw arbiter row", raw, TaskEnv, StartFEN + "+e2e4+e2e4+", ""},
+		{"policy", policy, TaskPolicy, PolicyPrompt(chess.StartFEN, true), ""},
+		{"policy with newline", policy + "\r\n", TaskPolicy, PolicyPrompt(chess.StartFEN, true), ""},
+		{"env", env, TaskEnv, "A: " + chess.StartFEN + "+e2e4+e2e4+", ""},
+		{"env with trailing space", env + " ", TaskEnv, "A: " + chess.StartFEN + "+e2e4+e2e4+", ""},
+		{"raw arbiter row", raw, TaskEnv, chess.StartFEN + "+e2e4+e2e4+", ""},
 		{"unknown", "hello", "", "", "P: or A:"},
-		{"policy without M", "P: " + StartFEN, "", "", "no M:"},
+		{"policy without M", "P: " + chess.StartFEN, "", "", "no M:"},
 		{"policy bad FEN", "P: 8/8 w - - M: e2e4 E: 1 B: e2e4", "", "", "fen"},
-		{"policy cleared fields", "P: " + StartFEN + " M: ---- E: ---- B: e2e4", "", "", "not a UCI move"},
-		{"env bad completion", "A: " + StartFEN + "+e2e4+e2e4+xx+0.001+0+0", "", "", "fen"},
-		{"env too few fields", "A: " + StartFEN + "+e2e4+", "", "", "7"},
-		{"env long history", "A: " + StartFEN + "+e2e4+1 2 3 4 5 6 7 8 9 10 11+" + StartFEN + "+0.001+0+0", "", "", "history"},
+		{"policy cleared fields", "P: " + chess.StartFEN + " M: ---- E: ---- B: e2e4", "", "", "not a UCI move"},
+		{"env bad completion", "A: " + chess.StartFEN + "+e2e4+e2e4+xx+0.001+0+0", "", "", "fen"},
+		{"env too few fields", "A: " + chess.StartFEN + "+e2e4+", "", "", "7"},
+		{"env long history", "A: " + chess.StartFEN + "+e2e4+1 2 3 4 5 6 7 8 9 10 11+" + chess.StartFEN + "+0.001+0+0", "", "", "history"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,17 +134,17 @@ func TestParseSample(t *testing.T) {
 }
 
 func TestPromptFields(t *testing.T) {
-	fen, tail, err := PolicyPromptFields("P: " + StartFEN + "    M:")
-	if err != nil || fen != StartFEN || tail != "M:" {
+	fen, tail, err := PolicyPromptFields("P: " + chess.StartFEN + "    M:")
+	if err != nil || fen != chess.StartFEN || tail != "M:" {
 		t.Errorf("PolicyPromptFields = %q %q %v", fen, tail, err)
 	}
-	p, err := ParseEnvPrompt("A: " + StartFEN + "+e2e4+d2d4 e2e4+")
-	want := EnvPromptFields{FEN: StartFEN, Move: "e2e4", History: []string{"d2d4", "e2e4"}}
+	p, err := ParseEnvPrompt("A: " + chess.StartFEN + "+e2e4+d2d4 e2e4+")
+	want := EnvPromptFields{FEN: chess.StartFEN, Move: "e2e4", History: []string{"d2d4", "e2e4"}}
 	if err != nil || !reflect.DeepEqual(p, want) {
 		t.Errorf("ParseEnvPrompt = %+v, %v", p, err)
 	}
-	for _, bad := range []string{"P: " + StartFEN + "+e2e4+e2e4+", "A: " + StartFEN + "+e2e4", "A: " + StartFEN + "+e2e4+e2e4+junk",
-		"A: 8/8+e2e4+e2e4+", "A: " + StartFEN + "++e2e4+"} {
+	for _, bad := range []string{"P: " + chess.StartFEN + "+e2e4+e2e4+", "A: " + chess.StartFEN + "+e2e4", "A: " + chess.StartFEN + "+e2e4+e2e4+junk",
+		"A: 8/8+e2e4+e2e4+", "A: " + chess.StartFEN + "++e2e4+"} {
 		if _, err := ParseEnvPrompt(bad); err == nil {
 			t.Errorf("ParseEnvPrompt(%q) accepted", bad)
 		}

@@ -1,4 +1,4 @@
-package chess
+package rookworld
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
 // Item is one position from a source.
@@ -30,15 +32,15 @@ type Item struct {
 
 // Game rebuilds the game leading to the item: replayed from StartFEN when the
 // history is complete, else a fresh game at FEN.
-func (it Item) Game() (*Game, error) {
+func (it Item) Game() (*chess.Game, error) {
 	if it.StartFEN != "" {
-		g, err := ReplayGame(it.StartFEN, it.History)
+		g, err := chess.ReplayGame(it.StartFEN, it.History)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", it.Origin, err)
 		}
 		return g, nil
 	}
-	return NewGame(it.FEN)
+	return chess.NewGame(it.FEN)
 }
 
 // Cursor is a source's position in its stream, small and serialisable, so a
@@ -254,7 +256,7 @@ func parseFENLine(text, origin string) (Item, bool, error) {
 	if len(f) >= 6 && isUint(f[4]) && isUint(f[5]) {
 		fen += " " + f[4] + " " + f[5]
 	}
-	p, err := ParseFEN(fen)
+	p, err := chess.ParseFEN(fen)
 	if err != nil {
 		return Item{}, false, err
 	}

@@ -1,18 +1,18 @@
-package chess_test
+package rookworld_test
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/rookworld"
 )
 
 func ExampleEnvStep() {
-	r, err := chess.EnvStep("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8")
+	r, err := rookworld.EnvStep("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(chess.EnvPrompt(r.PrevFEN, r.Move, nil))
+	fmt.Println(rookworld.EnvPrompt(r.PrevFEN, r.Move, nil))
 	fmt.Println(r.Completion())
 	// Output:
 	// A: 6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1+a1a8+a1a8+
@@ -20,25 +20,25 @@ func ExampleEnvStep() {
 }
 
 func ExamplePolicyText() {
-	fmt.Printf("%q\n", chess.PolicyText("8/8/8/8/8/2k5/8/KQ6 w - - 0 1",
+	fmt.Printf("%q\n", rookworld.PolicyText("8/8/8/8/8/2k5/8/KQ6 w - - 0 1",
 		[]string{"b1b2", "b1c1"}, []float64{999.98, 9.5}, "b1b2"))
 	// Output:
 	// "P: 8/8/8/8/8/2k5/8/KQ6 w - - 0 1                                                             M: b1b2 b1c1                     E: 999.98 9.5                              B: b1b2"
 }
 
 func ExampleScorer_Score() {
-	s, err := chess.NewScorer(nil, chess.DefaultRewardConfig()) // A: answers need no engine
+	s, err := rookworld.NewScorer(nil, rookworld.DefaultRewardConfig()) // A: answers need no engine
 	if err != nil {
 		panic(err)
 	}
-	r, err := s.Score(context.Background(), chess.Input{
+	r, err := s.Score(context.Background(), rookworld.Input{
 		Prompt:     "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+",
 		Completion: "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1+0.001+0+0",
 	})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("total %.3f: %s\n", r.Total, chess.FormatComponents(r))
+	fmt.Printf("total %.3f: %s\n", r.Total, rookworld.FormatComponents(r))
 	// Output:
 	// total 0.400: format=1 fen_exact=0 fen_similarity=0.9661 flags=1 reward_field=1
 }

@@ -1,10 +1,13 @@
-package chess
+package rookworld
 
 import (
 	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 // Benchmarks at the default reward setting: depth 10, MultiPV 5, 2 workers.
@@ -42,7 +45,7 @@ func benchAnswers(fens []string) []Input {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ins := make([]Input, len(fens))
 	for i, f := range fens {
-		moves := MustParseFEN(f).LegalMoves()
+		moves := chess.MustParseFEN(f).LegalMoves()
 		rng.Shuffle(len(moves), func(a, b int) { moves[a], moves[b] = moves[b], moves[a] })
 		moves = moves[:min(5, len(moves))]
 		ins[i] = Input{Prompt: PolicyPrompt(f, true), Completion: PolicyCompletion(moves, make([]float64, len(moves)), moves[0])}
@@ -50,8 +53,8 @@ func benchAnswers(fens []string) []Input {
 	return ins
 }
 
-func benchPool(b *testing.B) *Pool {
-	return newTestPool(b, EngineConfig{Depth: benchDepth, Workers: benchWorkers})
+func benchPool(b *testing.B) *stockfish.Pool {
+	return newTestPool(b, stockfish.Config{Depth: benchDepth, Workers: benchWorkers})
 }
 
 func reportRate(b *testing.B) {
@@ -62,9 +65,9 @@ func BenchmarkAnalyseCold(b *testing.B) {
 	requireStockfish(b)
 	fens := benchPositions(b, uint64(b.N), b.N)
 	p := benchPool(b)
-	reqs := make([]Request, len(fens))
+	reqs := make([]stockfish.Request, len(fens))
 	for i, f := range fens {
-		reqs[i] = Request{FEN: f}
+		reqs[i] = stockfish.Request{FEN: f}
 	}
 	b.ResetTimer()
 	if _, err := p.AnalyseBatch(context.Background(), reqs); err != nil {
@@ -77,9 +80,9 @@ func BenchmarkAnalyseWarm(b *testing.B) {
 	requireStockfish(b)
 	fens := benchPositions(b, 1, 32)
 	p := benchPool(b)
-	reqs := make([]Request, b.N)
+	reqs := make([]stockfish.Request, b.N)
 	for i := range reqs {
-		reqs[i] = Request{FEN: fens[i%len(fens)]}
+		reqs[i] = stockfish.Request{FEN: fens[i%len(fens)]}
 	}
 	if _, err := p.AnalyseBatch(context.Background(), reqs[:min(b.N, len(fens))]); err != nil {
 		b.Fatal(err)
@@ -131,7 +134,7 @@ func BenchmarkScoreEnv(b *testing.B) {
 	var ins []Input
 	for range 64 {
 		it, _ := g.Next(context.Background())
-		m := MustParseFEN(it.FEN).LegalMoves()[0]
+		m := chess.MustParseFEN(it.FEN).LegalMoves()[0]
 		r, _ := EnvStep(it.FEN, m)
 		ins = append(ins, Input{Prompt: EnvPrompt(it.FEN, m, it.History), Completion: r.Completion()})
 	}

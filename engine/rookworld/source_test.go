@@ -1,4 +1,4 @@
-package chess
+package rookworld
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 // drain reads up to n items (all when n < 0).
@@ -76,7 +79,7 @@ func checkResume(t *testing.T, open func() Source, k, rest int) {
 }
 
 func TestFENSource(t *testing.T) {
-	path := filepath.Join("testdata", "positions.epd")
+	path := filepath.Join("..", "chess", "testdata", "positions.epd")
 	s, err := OpenFENFile(path, FileOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +87,7 @@ func TestFENSource(t *testing.T) {
 	items := drain(t, s, -1)
 	s.Close()
 	want := []struct{ fen, origin string }{
-		{StartFEN, ":2"},
+		{chess.StartFEN, ":2"},
 		{"r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", ":4"},
 		{"8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 7 40", ":5"},
 		{"4k3/8/8/8/8/8/8/4K3 b - - 0 1", ":6"},
@@ -112,7 +115,7 @@ func TestFENSource(t *testing.T) {
 		t.Errorf("looping: item 9 %q epoch %d", got[8].FEN, loop.Cursor().Epoch)
 	}
 
-	bad := writeFile(t, "bad.fen", StartFEN+"\n\nnot a fen at all\n"+StartFEN+"\n")
+	bad := writeFile(t, "bad.fen", chess.StartFEN+"\n\nnot a fen at all\n"+chess.StartFEN+"\n")
 	s, _ = OpenFENFile(bad, FileOptions{})
 	drain(t, s, 1)
 	if _, err := s.Next(context.Background()); err == nil || !strings.Contains(err.Error(), bad+":3:") {
@@ -133,8 +136,8 @@ func TestFENSource(t *testing.T) {
 }
 
 func TestSampleSources(t *testing.T) {
-	policy := PolicyText(StartFEN, []string{"e2e4", "d2d4"}, []float64{0.3, 0.25}, "e2e4")
-	r, _ := EnvStep(StartFEN, "e2e4")
+	policy := PolicyText(chess.StartFEN, []string{"e2e4", "d2d4"}, []float64{0.3, 0.25}, "e2e4")
+	r, _ := EnvStep(chess.StartFEN, "e2e4")
 	env := EnvText(r, []string{"h2h3"})
 	text := writeFile(t, "rows.txt", policy+"\n\n"+env+"\n")
 	s, err := OpenSampleFile(text, false, FileOptions{})
@@ -187,60 +190,8 @@ func TestSampleSources(t *testing.T) {
 	}
 }
 
-func TestParsePGNFile(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "games.pgn"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	games, err := ParsePGN(string(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(games) != 4 {
-		t.Fatalf("%d games, want 4", len(games))
-	}
-	opera := games[0]
-	if len(opera.Moves) != 33 || opera.Result != "1-0" || opera.Tags["White"] != "Paul Morphy" || opera.Line != 1 {
-		t.Errorf("opera game: %d moves, result %q, tags %v, line %d", len(opera.Moves), opera.Result, opera.Tags, opera.Line)
-	}
-	if o := opera.Game().Outcome(); o.Termination != Checkmate || o.Winner != White || opera.Moves[32] != "d1d8" {
-		t.Errorf("opera game ends %+v with %s", o, opera.Moves[32])
-	}
-	if opera.Moves[22] != "e1c1" { // 12. O-O-O
-		t.Errorf("castling decoded as %s", opera.Moves[22])
-	}
-	study := games[1]
-	if study.StartFEN() != "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1" || study.Tags["Annotator"] != `A "quoted" name` || study.Result != "*" {
-		t.Errorf("study: %q %q %q", study.StartFEN(), study.Tags["Annotator"], study.Result)
-	}
-	vars := games[2]
-	if strings.Join(vars.SAN, " ") != "d4 d5 c4 e6 Nc3 Nf6 Bg5 Be7 e3 O-O" || vars.Result != "1/2-1/2" {
-		t.Errorf("variations game: %v %q", vars.SAN, vars.Result)
-	}
-	promo := games[3]
-	if got := strings.Join(promo.Moves, " "); !strings.Contains(got, "e5d6") || !strings.Contains(got, "c7b8q") ||
-		!strings.HasSuffix(got, "e4f3") || promo.Result != "0-1" {
-		t.Errorf("promotion game: %s %q", got, promo.Result)
-	}
-
-	for _, tc := range []struct{ pgn, want string }{
-		{"1. e4 e5 2. Ke3 *", "pgn:1: game at line 1: move 3 \"Ke3\""},
-		{"[Event \"x\"]\n\n1. e4 {never closed\n", "comment opened at line 3 is never closed"},
-		{"1. e4 (1. d4 *", "unclosed variation"},
-		{"1. e4 ) *", "')' without '('"},
-		{"[Event x]\n1. e4 *", "pgn:1: tag Event: value must be quoted"},
-		{"[FEN \"8/8 w\"]\n1. e4 *", "FEN tag"},
-		{"1. e4 @ *", "unexpected character '@'"},
-	} {
-		_, err := ParsePGN(tc.pgn)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParsePGN(%q) err = %v, want %q", tc.pgn, err, tc.want)
-		}
-	}
-}
-
 func TestPGNSource(t *testing.T) {
-	path := filepath.Join("testdata", "games.pgn")
+	path := filepath.Join("..", "chess", "testdata", "games.pgn")
 	open := func(seed uint64) *PGNSource {
 		s, err := OpenPGNFile(path, PGNOptions{Seed: seed, PerGame: 3, MinPly: 1, Loop: true})
 		if err != nil {
@@ -313,7 +264,7 @@ func TestGenerator(t *testing.T) {
 			t.Errorf("%s: bad item: %v", it.Origin, err)
 		}
 		if it.Next != "" {
-			if g.Step(it.Next); !g.Outcome().Over() {
+			if Step(g, it.Next); !g.Outcome().Over() {
 				t.Errorf("%s: the next move should end the game", it.Origin)
 			}
 		} else if n := len(it.History); n < 2 || n > 30 {
@@ -344,7 +295,7 @@ func TestGenerator(t *testing.T) {
 }
 
 func TestGeneratorGuided(t *testing.T) {
-	pool := newTestPool(t, EngineConfig{Depth: 4})
+	pool := newTestPool(t, stockfish.Config{Depth: 4})
 	open := func() Source {
 		g, err := NewGenerator(GeneratorOptions{Seed: 5, MaxPlies: 6, MinPlies: 6, Engine: pool, GuideProb: 1, GuideDepth: 3, GuideTop: 1})
 		if err != nil {
@@ -357,9 +308,9 @@ func TestGeneratorGuided(t *testing.T) {
 		t.Error("engine-guided generation is not deterministic")
 	}
 	// With GuideTop 1 every move is the engine's best at depth 3.
-	g, _ := NewGame(StartFEN)
+	g, _ := chess.NewGame(chess.StartFEN)
 	for _, m := range a[0].History {
-		an, err := pool.AnalyseWith(context.Background(), Request{FEN: g.Position().FEN(), Depth: 3, MultiPV: 1})
+		an, err := pool.AnalyseWith(context.Background(), stockfish.Request{FEN: g.Position().FEN(), Depth: 3, MultiPV: 1})
 		if err != nil || an.Best() != m {
 			t.Fatalf("played %s, engine best %s (%v)", m, an.Best(), err)
 		}
@@ -383,7 +334,7 @@ func TestOpenSpec(t *testing.T) {
 	if err := s.Restore(Cursor{Kind: "fen"}); err == nil {
 		t.Error("restored a generator from a fen cursor")
 	}
-	p, err := Open(SourceSpec{Path: filepath.Join("testdata", "games.pgn")})
+	p, err := Open(SourceSpec{Path: filepath.Join("..", "chess", "testdata", "games.pgn")})
 	if err != nil {
 		t.Fatal(err)
 	}

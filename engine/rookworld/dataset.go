@@ -1,4 +1,4 @@
-package chess
+package rookworld
 
 import (
 	"bufio"
@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+
+	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
 // Ways an A: row picks its move.
@@ -47,7 +50,7 @@ type DatasetStats struct {
 // and A: rows labelled by the rules. The output is a function of the source,
 // the options and the engine's fixed-depth results, so the same seed and
 // depth give the same file. pool may be nil when EnvFraction is 1.
-func BuildDataset(ctx context.Context, src Source, pool *Pool, w io.Writer, opt DatasetOptions) (DatasetStats, error) {
+func BuildDataset(ctx context.Context, src Source, pool *stockfish.Pool, w io.Writer, opt DatasetOptions) (DatasetStats, error) {
 	var st DatasetStats
 	if opt.EnvFraction < 0 || opt.EnvFraction > 1 || opt.IllegalFraction < 0 || opt.IllegalFraction > 1 || opt.Rows < 0 {
 		return st, fmt.Errorf("dataset: env_fraction=%v illegal_fraction=%v rows=%d out of range", opt.EnvFraction, opt.IllegalFraction, opt.Rows)
@@ -107,15 +110,15 @@ func BuildDataset(ctx context.Context, src Source, pool *Pool, w io.Writer, opt 
 	return st, nil
 }
 
-func policyRow(ctx context.Context, it Item, pool *Pool, rng *rand.Rand, opt DatasetOptions) (string, error) {
-	pos, err := ParseFEN(it.FEN)
+func policyRow(ctx context.Context, it Item, pool *stockfish.Pool, rng *rand.Rand, opt DatasetOptions) (string, error) {
+	pos, err := chess.ParseFEN(it.FEN)
 	if err != nil {
 		return "", err
 	}
 	if pos.Valid() != nil {
 		return "", nil // e.g. a kingless board from public A: rows: no engine label
 	}
-	a, err := pool.AnalyseWith(ctx, Request{FEN: it.FEN, Depth: opt.Depth})
+	a, err := pool.AnalyseWith(ctx, stockfish.Request{FEN: it.FEN, Depth: opt.Depth})
 	if err != nil {
 		return "", err
 	}
@@ -124,7 +127,7 @@ func policyRow(ctx context.Context, it Item, pool *Pool, rng *rand.Rand, opt Dat
 	}
 	moves, evals := a.Moves(), a.Evals()
 	best := a.Best()
-	if opt.PublicBestQuirk && pos.Turn() == Black {
+	if opt.PublicBestQuirk && pos.Turn() == chess.Black {
 		best = moves[len(moves)-1]
 	}
 	if opt.ShuffleCandidates {
@@ -150,12 +153,13 @@ func envRow(it Item, rng *rand.Rand, opt DatasetOptions, st *DatasetStats) (stri
 	case opt.EnvMove == EnvMoveNext && it.Next != "":
 		move = it.Next
 	case p.NumLegalMoves() > 0:
-		move = p.uci[rng.IntN(len(p.uci))]
+		legal := p.LegalMoves()
+		move = legal[rng.IntN(len(legal))]
 	}
 	if move == "" {
 		return "", nil
 	}
-	r := g.Step(move)
+	r := Step(g, move)
 	if !r.Legal {
 		st.EnvIllegal++
 	}
@@ -164,10 +168,11 @@ func envRow(it Item, rng *rand.Rand, opt DatasetOptions, st *DatasetStats) (stri
 
 // randomIllegal draws a well-formed move of a piece of the side to move that
 // the rules forbid, or "" if none is found quickly.
-func randomIllegal(p *Position, rng *rand.Rand) string {
+func randomIllegal(p *chess.Position, rng *rand.Rand) string {
+	white := p.Turn() == chess.White
 	var own []int
-	for i, c := range p.sq {
-		if c != 0 && (c >= 'A' && c <= 'Z') == p.white {
+	for i := range 64 {
+		if c := p.PieceAt(squareName(i)); c != "" && (c[0] >= 'A' && c[0] <= 'Z') == white {
 			own = append(own, i)
 		}
 	}
@@ -181,7 +186,7 @@ func randomIllegal(p *Position, rng *rand.Rand) string {
 			continue
 		}
 		m := squareName(from) + squareName(to)
-		if (p.sq[from] == 'P' && to/8 == 7) || (p.sq[from] == 'p' && to/8 == 0) {
+		if pc := p.PieceAt(squareName(from)); (pc == "P" && to/8 == 7) || (pc == "p" && to/8 == 0) {
 			m += "q"
 		}
 		if !p.IsLegal(m) {
@@ -189,4 +194,9 @@ func randomIllegal(p *Position, rng *rand.Rand) string {
 		}
 	}
 	return ""
+}
+
+// squareName is the name of square i, a1 = 0 .. h8 = 63.
+func squareName(i int) string {
+	return string([]byte{byte('a' + i%8), byte('1' + i/8)})
 }

@@ -1,4 +1,4 @@
-package chess
+package stockfish
 
 import (
 	"reflect"
@@ -42,22 +42,6 @@ func TestParseInfo(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ParseInfo(%q) = %+v, %v\nwant %+v", tc.line, got, err, tc.want)
-		}
-	}
-}
-
-func TestScorePawns(t *testing.T) {
-	tests := []struct {
-		s    Score
-		want string
-	}{
-		{Score{Value: 35}, "0.35"}, {Score{Value: -206}, "-2.06"}, {Score{Value: 0}, "0.0"},
-		{Score{Mate: true, Value: 3}, "999.97"}, {Score{Mate: true, Value: -2}, "-999.98"},
-		{Score{Mate: true, Value: 1}, "999.99"}, {Score{Mate: true, Value: 0}, "-1000.0"},
-	}
-	for _, tc := range tests {
-		if got := FormatEval(tc.s.Pawns()); got != tc.want {
-			t.Errorf("%v.Pawns() formats as %q, want %q", tc.s, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package chess
+package stockfish
 
 import (
 	"fmt"
@@ -146,4 +146,12 @@ func ParseInfo(line string) (InfoLine, error) {
 		}
 	}
 	return in, nil
+}
+
+// clip shortens s for error messages.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package chess
+package stockfish
 
 import (
 	"context"
@@ -7,14 +7,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
 // ErrPoolClosed is returned by a Pool after Close.
 var ErrPoolClosed = errors.New("stockfish: pool closed")
 
-// EngineConfig configures a Pool. Zero fields take the defaults noted.
-type EngineConfig struct {
-	Path      string        `json:"path"`       // engine binary; DefaultEnginePath
+// Config configures a Pool. Zero fields take the defaults noted.
+type Config struct {
+	Path      string        `json:"path"`       // engine binary; DefaultPath
 	Workers   int           `json:"workers"`    // engine processes; 1
 	Depth     int           `json:"depth"`      // fixed search depth; 10
 	MultiPV   int           `json:"multipv"`    // lines per position; 5
@@ -26,14 +28,14 @@ type EngineConfig struct {
 	CacheSize int           `json:"cache_size"` // in-memory entries kept; 0 = unlimited
 }
 
-func (c EngineConfig) withDefaults() (EngineConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	set := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
 		}
 	}
 	if c.Path == "" {
-		c.Path = DefaultEnginePath
+		c.Path = DefaultPath
 	}
 	set(&c.Workers, 1)
 	set(&c.Depth, 10)
@@ -66,7 +68,7 @@ func (c EngineConfig) withDefaults() (EngineConfig, error) {
 
 // startTimeout bounds an engine's start and handshake (loading its network
 // takes a moment), independently of a short per-search Timeout.
-func (c EngineConfig) startTimeout() time.Duration {
+func (c Config) startTimeout() time.Duration {
 	return max(c.Timeout, 10*time.Second)
 }
 
@@ -83,13 +85,13 @@ type Line struct {
 // first). A position without legal moves is answered without the engine:
 // Terminal is then Checkmate or Stalemate and Lines is empty.
 type Analysis struct {
-	FEN      string      `json:"fen"`
-	Depth    int         `json:"depth"`
-	MultiPV  int         `json:"multipv"`
-	Engine   string      `json:"engine,omitempty"`
-	Lines    []Line      `json:"lines"`
-	Terminal Termination `json:"terminal,omitempty"`
-	Cached   bool        `json:"-"` // served from the cache
+	FEN      string            `json:"fen"`
+	Depth    int               `json:"depth"`
+	MultiPV  int               `json:"multipv"`
+	Engine   string            `json:"engine,omitempty"`
+	Lines    []Line            `json:"lines"`
+	Terminal chess.Termination `json:"terminal,omitempty"`
+	Cached   bool              `json:"-"` // served from the cache
 }
 
 // Best is the engine's best move ("" for a terminal position).
@@ -131,7 +133,7 @@ func (a *Analysis) Rank(move string) int {
 // Score is the position's evaluation for the side to move.
 func (a *Analysis) Score() Score {
 	switch {
-	case a.Terminal == Checkmate:
+	case a.Terminal == chess.Checkmate:
 		return Score{Mate: true, Value: 0}
 	case len(a.Lines) == 0:
 		return Score{}
@@ -182,7 +184,7 @@ type WorkerInfo struct {
 // search; results are cached by FEN, depth and MultiPV. A crashed or hung
 // engine is killed, restarted, and the position retried up to Retries times.
 type Pool struct {
-	cfg     EngineConfig
+	cfg     Config
 	engine  string
 	jobs    chan *job
 	ctx     context.Context
@@ -200,7 +202,7 @@ type Pool struct {
 
 type job struct {
 	ctx     context.Context
-	pos     *Position
+	pos     *chess.Position
 	depth   int
 	multipv int
 	reply   chan jobResult
@@ -228,7 +230,7 @@ type worker struct {
 // NewPool starts cfg.Workers engines (a missing binary is an error naming the
 // path) and loads the cache file if one is configured. ctx bounds start-up
 // only; the pool lives until Close.
-func NewPool(ctx context.Context, cfg EngineConfig) (*Pool, error) {
+func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -276,7 +278,7 @@ func NewPool(ctx context.Context, cfg EngineConfig) (*Pool, error) {
 }
 
 // Config returns the effective configuration (defaults filled in).
-func (p *Pool) Config() EngineConfig { return p.cfg }
+func (p *Pool) Config() Config { return p.cfg }
 
 // Engine is the engine's "id name", e.g. "Stockfish 15.1".
 func (p *Pool) Engine() string { return p.engine }
@@ -293,7 +295,7 @@ func (p *Pool) AnalyseWith(ctx context.Context, r Request) (*Analysis, error) {
 		return nil, ErrPoolClosed
 	}
 	p.requests.Add(1)
-	pos, err := ParseFEN(r.FEN)
+	pos, err := chess.ParseFEN(r.FEN)
 	if err != nil {
 		return nil, fmt.Errorf("stockfish: %w", err)
 	}
@@ -369,7 +371,7 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-func (p *Pool) submit(ctx context.Context, pos *Position, depth, multipv int) ([]Line, error) {
+func (p *Pool) submit(ctx context.Context, pos *chess.Position, depth, multipv int) ([]Line, error) {
 	j := &job{ctx: ctx, pos: pos, depth: depth, multipv: multipv, reply: make(chan jobResult, 1)}
 	select {
 	case p.jobs <- j:
@@ -418,7 +420,7 @@ func (p *Pool) MoveScores(ctx context.Context, fen string, depth int, moves []st
 	if err != nil {
 		return nil, nil, err
 	}
-	pos, err := ParseFEN(fen)
+	pos, err := chess.ParseFEN(fen)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -444,9 +446,9 @@ func (p *Pool) MoveScores(ctx context.Context, fen string, depth int, moves []st
 			defer wg.Done()
 			child, _ := pos.Play(m)
 			switch child.Outcome().Termination {
-			case Checkmate:
+			case chess.Checkmate:
 				scores[i] = Score{Mate: true, Value: 1}
-			case Stalemate:
+			case chess.Stalemate:
 				scores[i] = Score{}
 			default:
 				a, err := p.AnalyseWith(ctx, Request{FEN: child.FEN(), Depth: max(root.Depth-1, 1), MultiPV: 1})

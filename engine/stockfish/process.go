@@ -1,4 +1,4 @@
-package chess
+package stockfish
 
 import (
 	"bufio"
@@ -11,10 +11,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/rookscript/rookscript/engine/chess"
 )
 
-// DefaultEnginePath is where Debian's stockfish package installs the engine.
-const DefaultEnginePath = "/usr/games/stockfish"
+// DefaultPath is where Debian's stockfish package installs the engine.
+const DefaultPath = "/usr/games/stockfish"
 
 // errEngineExited marks a dead engine process (crash or kill).
 var errEngineExited = errors.New("engine process exited")
@@ -34,7 +36,7 @@ type engineProc struct {
 }
 
 // startEngine launches the binary and completes the UCI handshake within ctx.
-func startEngine(ctx context.Context, cfg EngineConfig) (*engineProc, error) {
+func startEngine(ctx context.Context, cfg Config) (*engineProc, error) {
 	if st, err := os.Stat(cfg.Path); err != nil {
 		return nil, fmt.Errorf("stockfish: engine binary %q: %w", cfg.Path, err)
 	} else if st.IsDir() {
@@ -151,7 +153,7 @@ func (e *engineProc) sync(ctx context.Context) error {
 // Every search starts with ucinewgame (cleared hash and history), so the
 // result depends on the position, depth and MultiPV only, not on what this
 // process searched before: that is what makes rewards deterministic.
-func (e *engineProc) analyse(ctx context.Context, pos *Position, depth, multipv int) ([]Line, error) {
+func (e *engineProc) analyse(ctx context.Context, pos *chess.Position, depth, multipv int) ([]Line, error) {
 	if multipv != e.multipv {
 		if err := e.send(fmt.Sprintf("setoption name MultiPV value %d", multipv)); err != nil {
 			return nil, err

@@ -1,0 +1,129 @@
+// Package rookworld is the RookWorld world of rookscript: the task formats
+// (P: policy, A: environment), whitespace-tolerant parsers for completions,
+// prompts and training strings, the environment step, graduated rewards and
+// evaluation metrics, position sources with resumable cursors, the task mix a
+// prompt stream draws from, and a builder for RookWorld training text. It
+// holds no Lua; the chess rules come from engine/chess and the engine's
+// judgement from engine/stockfish. Its API is plain structs, context.Context
+// on anything slow, and errors that name the file, line or field at fault.
+//
+// # Parts
+//
+//	format.go     building P: and A: prompts and targets, Python float formatting
+//	parse.go      parsers for completions, prompts and training strings
+//	env.go        EnvStep and Step: the A: task's transition and its rewards
+//	reward.go     Scorer: reward components, weights, floors, shaping, batch scoring
+//	metrics.go    evaluation metrics over scored answers
+//	source.go     Source, Cursor, Item; FEN/EPD and training-string file sources
+//	pgnsource.go  the PGN position source (positions sampled per game)
+//	generate.go   seeded game generator (random, opening-style, engine-guided)
+//	dataset.go    BuildDataset: RookWorld training text labelled by Stockfish and the rules
+//
+// # Formats: what was confirmed and what was inferred
+//
+// Confirmed from the public generator code of RookWorld (jorahn/RookWorld:
+// dev/data/rook/generate_lichess.py, dev/data/arbiter/generate_rollouts.py and
+// make_dataset.py, dev/data/rookworld_evol/make_dataset.py) and its committed
+// validation rows:
+//
+//   - Policy rows are f"P: {fen:90}M: {moves:30}E: {evals:40}B: {best}":
+//     each field left-aligned and space-padded to at least 90, 30 and 40
+//     characters, longer fields unpadded (PolicyText).
+//   - E: values are python-chess's score(mate_score=100000)/100 relative to the
+//     side to move, written with Python's str(): "-2.0", "-2.07", "0.3". A mate
+//     in n therefore reads ±(1000 − n/100) ("999.97" for mate in 3), being
+//     mated now −1000.0 (Score.Pawns, FormatEval). DESIGN's "mate = ±1000.0" is
+//     the limit of this; the data itself holds 999.97-style values, and so do
+//     the rows built here.
+//   - A position with fewer than five legal moves has fewer M:/E: entries.
+//   - The public generator shuffled the M:/E: pairs and took B: from the
+//     unshuffled MultiPV list: the first line with white to move, the last
+//     (the worst of the five) with black to move. BuildDataset writes MultiPV
+//     order and B: = Stockfish's best by default; DatasetOptions.
+//     ShuffleCandidates and PublicBestQuirk reproduce the public rows.
+//     Rewards always judge B: against Stockfish, never against a label.
+//   - Environment rows are {fen}+{move}+{recent moves}+{new fen}+{reward}+
+//     {terminated}+{truncated}, the recent moves being the last ten including
+//     this one, the reward written with str(float) (0.001, 1.0, 0.5, -1.0),
+//     flags as 0/1; RookWorld rows carry the prefix "A: " (one public build
+//     appends a trailing space, which the parsers ignore). The new FEN is
+//     python-chess's board.fen(), terminated is board.is_game_over() (automatic
+//     rules only, no draw claims), a win pays the mover 1.0 and a draw 0.5.
+//
+// Inferred or decided here:
+//
+//   - The public rollouts pushed moves without a legality check (python-chess's
+//     push does not validate), so its rows for well-formed illegal moves show a
+//     corrupted board, some even without a king (DESIGN's A: example is such a
+//     position). Following DESIGN, an illegal or malformed move here leaves the
+//     board unchanged with reward -1.0 and truncated=1, and terminated says
+//     whether the unchanged position is already over (normally 0). Positions
+//     without a king, or with the side not to move in check, are accepted as
+//     python-chess accepts them, so such prompts can still be judged.
+//   - Public P: rows were analysed with a 0.1 s time limit; rows and rewards
+//     here use a fixed depth, which is what makes them reproducible.
+//   - The null move "0000" counts as malformed (python-chess would play it).
+//
+// # Rewards (Scorer)
+//
+// The task comes from the prompt's prefix; batches may mix tasks and are
+// scored in parallel through the pool. Components, each in [0,1]:
+//
+// Policy (P:), judged against the pool's analysis of the prompt's FEN:
+//
+//	format       fraction of M:, E:, B: that parse (M: 1–5 UCI tokens; E: one number per M: token; B: one UCI token)
+//	moves_legal  fraction of M: tokens that are legal moves
+//	best_legal   1 if B: is legal
+//	best_rank    RankCredit[k-1] if B: is the engine's line k (default 1.0, 0.7, 0.7, 0.5, 0.5), LegalCredit (0.1) if legal elsewhere, 0 if illegal
+//	candidates   distinct M: moves among the engine's lines / number of lines
+//	eval         1 − mean over M: of min(|E − engine eval of that move|, EvalClip)/EvalClip (clip 2 pawns; an illegal move counts 1);
+//	             a move among the lines takes its line's score, any other legal move the negated score of a MultiPV-1 search one ply shallower after it
+//
+// Environment (A:), judged by EnvStep on the prompt's FEN and move:
+//
+//	format        fraction of the four fields that parse (a valid FEN, a number, two flags 0/1)
+//	fen_exact     1 if the new FEN equals the rules' FEN exactly
+//	fen_similarity normalised Levenshtein similarity to the rules' FEN
+//	flags         fraction of terminated, truncated that are right
+//	reward_field  1 if the reward field equals the rules' reward numerically
+//
+// Total: the weighted mean of the components (weights in RewardConfig; the
+// FEN weight applies to fen_similarity instead of fen_exact with FENPartial),
+// mapped by Shaping (linear t, centered 2t−1, strict all-or-nothing). An
+// answer that does not fully parse, or (TruncatedFloor) was cut by
+// max_new_tokens, gets MalformedFloor (−0.3) instead; a well-formed policy
+// answer whose B: is illegal gets IllegalFloor (−0.1). Components are reported
+// either way (Result.Components, Components.Map). For a fixed depth the
+// rewards are deterministic. An empty batch gives an empty result; an answer
+// that cannot be scored (bad prompt, engine failure) carries Error and makes
+// the batch call return an error naming its index, so nothing is silently
+// scored as zero.
+//
+// # Metrics
+//
+// ComputeMetrics averages over the scored answers of each task (answers with
+// Error skipped; a malformed answer counts as a miss):
+//
+//	p_format        share of P: answers whose M:, E: and B: all parse (format = 1)
+//	p_legal_best    share whose B: is a legal move
+//	p_best_acc      share whose B: equals Stockfish's best move (MultiPV line 1)
+//	p_top5_legal    mean of (distinct legal M: moves) / min(5, legal moves in the position)
+//	p_top5_overlap  mean of (distinct M: moves among Stockfish's lines) / (number of lines = min(5, legal moves))
+//	a_format        share of A: answers whose four fields all parse
+//	a_fen_exact     share whose new FEN is exactly the rules' FEN
+//	a_flags_acc     share with both terminated and truncated right
+//	a_reward_acc    share whose reward field is right
+//
+// # Position sources and data
+//
+// Sources stream Items (FEN, optional history, the next move when known) and
+// expose a Cursor, a small JSON-serialisable struct (byte offset, line, random
+// state, counts) from which Restore continues exactly: FEN/EPD files, PGN
+// files (positions sampled per game with a seeded PCG), training-string files
+// (text lines or JSONL with a "text" field, parsed into prompt and target),
+// and the Generator (seeded random or opening-style play, optionally following
+// the engine). Bad records are errors naming file and line, or are counted and
+// skipped with SkipInvalid. BuildDataset turns a source into training text:
+// P: rows labelled by the pool, A: rows labelled by the rules (optionally with
+// a share of illegal moves), the same bytes for the same seed and depth.
+package rookworld

@@ -1,0 +1,32 @@
+// Package stockfish runs a pool of Stockfish processes over UCI and answers
+// fixed-depth MultiPV analyses of chess positions, with a cache that survives
+// runs. It holds no Lua and no RookWorld formats; the rewards of
+// engine/rookworld are judged against its analyses.
+//
+// # Parts
+//
+//	uci.go      Score (side to move, mate conversion) and the UCI info-line parser
+//	process.go  one engine process: handshake, fixed-depth MultiPV search, kill
+//	pool.go     Pool: workers, per-request timeout, restart and retry, shared searches
+//	cache.go    in-memory cache and the append-only JSONL cache file
+//
+// # Searches
+//
+// A Pool runs Workers UCI processes (default /usr/games/stockfish, Debian's
+// stockfish package). Every search sends ucinewgame and runs single-threaded
+// to a fixed depth, so a result depends only on (engine, FEN, depth, MultiPV):
+// the same request gives the same lines on any worker, in any order. Every
+// "info … multipv k … pv …" line is parsed (ParseInfo); the last exact line per
+// rank is kept and its first PV move checked for legality. UCI scores are
+// already from the side to move; Score keeps centipawns or moves to mate and
+// converts to pawns as the data does. A position without a legal move is
+// answered without the engine (Analysis.Terminal). Each attempt has a timeout;
+// a crashed, killed or hung engine is killed (SIGKILL), replaced and the
+// position retried up to Retries times, then the request fails with an error
+// naming the FEN. Identical requests in flight share one search. Results are
+// cached in memory by FEN+depth+MultiPV and, with CacheFile, appended as one
+// JSON line each (one write per line, O_APPEND) to a file read back on the next
+// start: a line that is not a valid analysis refuses the file with its
+// file:line; entries from another engine version are ignored. Close kills the
+// processes.
+package stockfish
