@@ -3,7 +3,6 @@ package luabind
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"os"
@@ -13,7 +12,6 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/atomicfile"
-	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/rookworld"
 	"github.com/rookscript/rookscript/engine/stockfish"
@@ -106,16 +104,13 @@ var engineMethods = map[string]lua.LGFunction{
 
 // positions is a source of prompts for both RookWorld tasks.
 type positions struct {
-	src         rookworld.Source
-	spec        rookworld.SourceSpec
-	task        string  // "policy", "env" or "mix"
-	envFraction float64 // mix: share of A: prompts
-	seed        uint64
-	pad         bool
+	src  rookworld.Source
+	spec rookworld.SourceSpec
+	mix  rookworld.Mix
 }
 
 func (p *positions) String() string {
-	return fmt.Sprintf("rook.positions(%s %s, task %s)", p.spec.Kind, p.spec.Path, p.task)
+	return fmt.Sprintf("rook.positions(%s %s, task %s)", p.spec.Kind, p.spec.Path, p.mix.Task)
 }
 
 func (p *positions) Close() error { return p.src.Close() }
@@ -127,7 +122,7 @@ func checkPositions(L *lua.LState, n int) *positions { return check[*positions](
 // env_fraction=0.5, pad=true, generator={seed=, style=, min_plies=, max_plies=,
 // engine=, guide_prob=}}. "generator" (or kind="generator") plays seeded games.
 func (e *Env) luaPositions(L *lua.LState) int {
-	p := &positions{task: "policy", envFraction: 0.5, pad: true}
+	p := &positions{mix: rookworld.Mix{Task: rookworld.MixPolicy, EnvFraction: 0.5, Pad: true}}
 	if s, ok := L.Get(1).(lua.LString); ok {
 		p.spec = rookworld.SourceSpec{Path: string(s), Loop: true}
 		if s == "generator" {
@@ -138,9 +133,9 @@ func (e *Env) luaPositions(L *lua.LState) int {
 		p.spec = rookworld.SourceSpec{Path: o.str("path", ""), Kind: o.str("kind", ""), Loop: o.boolean("loop", true),
 			SkipInvalid: o.boolean("skip_invalid", false), Seed: uint64(o.int("seed", 0)),
 			PerGame: o.int("per_game", 0), MinPly: o.int("min_ply", 0), MaxPly: o.int("max_ply", 0)}
-		p.task = o.str("task", p.task)
-		p.envFraction = o.num("env_fraction", p.envFraction)
-		p.pad = o.boolean("pad", p.pad)
+		p.mix.Task = o.str("task", p.mix.Task)
+		p.mix.EnvFraction = o.num("env_fraction", p.mix.EnvFraction)
+		p.mix.Pad = o.boolean("pad", p.mix.Pad)
 		if gt, ok := o.value("generator").(*lua.LTable); ok {
 			g := newOpts(L, gt, "rook.positions generator")
 			p.spec.Kind = "generator"
@@ -161,12 +156,12 @@ func (e *Env) luaPositions(L *lua.LState) int {
 		}
 		o.done()
 	}
-	switch p.task {
-	case "policy", "env", "mix":
+	switch p.mix.Task {
+	case rookworld.MixPolicy, rookworld.MixEnv, rookworld.MixBoth:
 	default:
-		L.RaiseError("rook.positions: task %q is not policy, env or mix", p.task)
+		L.RaiseError("rook.positions: task %q is not policy, env or mix", p.mix.Task)
 	}
-	p.seed = p.spec.Seed ^ p.spec.Generator.Seed
+	p.mix.Seed = p.spec.Seed ^ p.spec.Generator.Seed
 	src, err := rookworld.Open(p.spec)
 	if err != nil {
 		return pushErr(L, err)
@@ -175,14 +170,6 @@ func (e *Env) luaPositions(L *lua.LState) int {
 	e.addCloser(p)
 	L.Push(newUserData(L, positionsType, p))
 	return 1
-}
-
-// choose is a deterministic draw in [0, 1) from the source's seed and an item's index, so
-// the task mix needs no random state of its own: the cursor says everything.
-func choose(seed uint64, index int64, salt string) float64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%d/%s", seed, index, salt)
-	return float64(h.Sum64()>>11) / (1 << 53)
 }
 
 var positionsMethods = map[string]lua.LGFunction{
@@ -198,7 +185,7 @@ func positionsNext(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	n := L.OptInt(2, 1)
 	o := optsArg(L, 3, "positions:next")
-	task := o.str("task", p.task)
+	task := o.str("task", p.mix.Task)
 	o.done()
 	out := L.CreateTable(n, 0)
 	for range n {
@@ -217,30 +204,18 @@ func positionsNext(L *lua.LState) int {
 }
 
 func itemTable(L *lua.LState, p *positions, it rookworld.Item, index int64, task string) *lua.LTable {
+	pr := p.mix.Prompt(it, index, task)
 	t := L.CreateTable(0, 6)
-	t.RawSetString("fen", lua.LString(it.FEN))
-	t.RawSetString("origin", lua.LString(it.Origin))
-	if s := it.Sample; s != nil {
-		t.RawSetString("prompt", lua.LString(s.Prompt))
-		t.RawSetString("task", lua.LString(string(s.Task)))
-		t.RawSetString("target", lua.LString(s.Target))
-		return t
+	t.RawSetString("fen", lua.LString(pr.FEN))
+	t.RawSetString("origin", lua.LString(pr.Origin))
+	t.RawSetString("prompt", lua.LString(pr.Prompt))
+	t.RawSetString("task", lua.LString(pr.Task))
+	if it.Sample != nil {
+		t.RawSetString("target", lua.LString(pr.Target))
 	}
-	env := task == "env" || (task == "mix" && choose(p.seed, index, "task") < p.envFraction)
-	pos, err := chess.ParseFEN(it.FEN)
-	if env && err == nil && len(pos.LegalMoves()) > 0 {
-		move := it.Next
-		if move == "" {
-			legal := pos.LegalMoves()
-			move = legal[int(choose(p.seed, index, "move")*float64(len(legal)))]
-		}
-		t.RawSetString("prompt", lua.LString(rookworld.EnvPrompt(it.FEN, move, it.History)))
-		t.RawSetString("task", lua.LString("A"))
-		t.RawSetString("move", lua.LString(move))
-		return t
+	if pr.Move != "" {
+		t.RawSetString("move", lua.LString(pr.Move))
 	}
-	t.RawSetString("prompt", lua.LString(rookworld.PolicyPrompt(it.FEN, p.pad)))
-	t.RawSetString("task", lua.LString("P"))
 	return t
 }
 

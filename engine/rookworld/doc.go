@@ -17,6 +17,7 @@
 //	source.go     Source, Cursor, Item; FEN/EPD and training-string file sources
 //	pgnsource.go  the PGN position source (positions sampled per game)
 //	generate.go   seeded game generator (random, opening-style, engine-guided)
+//	mix.go        Mix: which task each item of a source becomes, drawn from the seed and index
 //	dataset.go    BuildDataset: RookWorld training text labelled by Stockfish and the rules
 //
 // # Formats: what was confirmed and what was inferred
