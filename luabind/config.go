@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/rookscript/rookscript/internal/editdist"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -299,22 +300,4 @@ func suggest(key string, m map[string]any) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func editDistance(a, b string) int { return editdist.Levenshtein(a, b) }

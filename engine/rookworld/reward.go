@@ -10,6 +10,7 @@ import (
 
 	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/stockfish"
+	"github.com/rookscript/rookscript/internal/editdist"
 )
 
 // PolicyWeights weight the policy components in the total.
@@ -430,27 +431,7 @@ func Similarity(a, b string) float64 {
 		return 1
 	}
 	n := max(len(a), len(b))
-	return 1 - float64(levenshtein(a, b))/float64(n)
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return 1 - float64(editdist.Levenshtein(a, b))/float64(n)
 }
 
 func b2f(b bool) float64 {
