@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	engineType    = "rook.stockfish"
+	stockfishType = "rook.stockfish"
 	positionsType = "rook.positions"
 )
 
@@ -39,24 +39,40 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 		"score":   luaChessScore,
 	})
 	mod.RawSetString("chess", ch)
-	registerType(L, engineType, engineMethods, nil)
+	registerType(L, stockfishType, stockfishMethods, nil)
 	registerType(L, positionsType, positionsMethods, nil)
 }
 
-// engine is a Stockfish pool.
-type engine struct{ p *stockfish.Pool }
+// stockfishPool is the Lua type rook.stockfish: a pool of Stockfish processes.
+type stockfishPool struct{ p *stockfish.Pool }
 
-func (g *engine) String() string {
+func (g *stockfishPool) String() string {
 	c := g.p.Config()
 	return fmt.Sprintf("rook.stockfish(%s, depth %d, MultiPV %d, %d workers)", c.Path, c.Depth, c.MultiPV, c.Workers)
 }
 
-func (g *engine) Close() error { return g.p.Close() }
+func (g *stockfishPool) Close() error { return g.p.Close() }
 
-func checkEngine(L *lua.LState, n int) *engine { return check[*engine](L, n, engineType) }
+func checkStockfish(L *lua.LState, n int) *stockfishPool {
+	return check[*stockfishPool](L, n, stockfishType)
+}
+
+// optStockfish reads an engine= option: nil when absent, else a rook.stockfish.
+func optStockfish(L *lua.LState, v lua.LValue, what string) *stockfish.Pool {
+	if v == lua.LNil {
+		return nil
+	}
+	if ud, ok := v.(*lua.LUserData); ok {
+		if g, ok := ud.Value.(*stockfishPool); ok {
+			return g.p
+		}
+	}
+	L.RaiseError("%s must be a rook.stockfish, got a %s", what, v.Type())
+	return nil
+}
 
 // rook.stockfish{depth=10, workers=2, multipv=5, path=, timeout=30, hash_mb=16, cache_file=}
-// → engine pool, or nil, err when the engine cannot start.
+// → a rook.stockfish, or nil, err when the engine cannot start.
 func (e *Env) luaStockfish(L *lua.LState) int {
 	o := optsArg(L, 1, "rook.stockfish")
 	cfg := stockfish.Config{
@@ -74,16 +90,16 @@ func (e *Env) luaStockfish(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	g := &engine{p: p}
+	g := &stockfishPool{p: p}
 	e.addCloser(g)
-	L.Push(newUserData(L, engineType, g))
+	L.Push(newUserData(L, stockfishType, g))
 	return 1
 }
 
-var engineMethods = map[string]lua.LGFunction{
+var stockfishMethods = map[string]lua.LGFunction{
 	// sf:analyse(fen [, depth]) → {best=, moves={...}, evals={...}} (pawns, side to move).
 	"analyse": func(L *lua.LState) int {
-		g := checkEngine(L, 1)
+		g := checkStockfish(L, 1)
 		fen := L.CheckString(2)
 		a, err := g.p.AnalyseWith(L.Context(), stockfish.Request{FEN: fen, Depth: L.OptInt(3, 0)})
 		if err != nil {
@@ -93,13 +109,13 @@ var engineMethods = map[string]lua.LGFunction{
 		return 1
 	},
 	"stats": func(L *lua.LState) int {
-		b, _ := json.Marshal(checkEngine(L, 1).p.Stats())
+		b, _ := json.Marshal(checkStockfish(L, 1).p.Stats())
 		var m map[string]any
 		json.Unmarshal(b, &m)
 		L.Push(fromGo(L, m))
 		return 1
 	},
-	"close": func(L *lua.LState) int { checkEngine(L, 1).p.Close(); return 0 },
+	"close": func(L *lua.LState) int { checkStockfish(L, 1).p.Close(); return 0 },
 }
 
 // positions is a source of prompts for both RookWorld tasks.
@@ -142,14 +158,7 @@ func (e *Env) luaPositions(L *lua.LState) int {
 			p.spec.Generator = rookworld.GeneratorOptions{Seed: uint64(g.int("seed", 0)), Style: g.str("style", ""),
 				MinPlies: g.int("min_plies", 0), MaxPlies: g.int("max_plies", 0), GuideProb: g.num("guide_prob", 0),
 				GuideDepth: g.int("guide_depth", 0), GuideTop: g.int("guide_top", 0)}
-			if ev := g.value("engine"); ev != lua.LNil {
-				ud, ok := ev.(*lua.LUserData)
-				eng, ok2 := ud.Value.(*engine)
-				if !ok || !ok2 {
-					L.RaiseError("rook.positions: generator.engine must be a rook.stockfish")
-				}
-				p.spec.Generator.Engine = eng.p
-			}
+			p.spec.Generator.Engine = optStockfish(L, g.value("engine"), "rook.positions: generator.engine")
 			g.done()
 		} else if o.value("generator") != lua.LNil {
 			L.RaiseError("rook.positions: generator must be a table")
@@ -282,18 +291,7 @@ func rewardConfig(L *lua.LState, o *opts) rookworld.RewardConfig {
 }
 
 func scorerFrom(L *lua.LState, o *opts) *rookworld.Scorer {
-	var pool *stockfish.Pool
-	if ev := o.value("engine"); ev != lua.LNil {
-		ud, ok := ev.(*lua.LUserData)
-		if !ok {
-			L.RaiseError("%s: engine must be a rook.stockfish", o.what)
-		}
-		g, ok := ud.Value.(*engine)
-		if !ok {
-			L.RaiseError("%s: engine must be a rook.stockfish", o.what)
-		}
-		pool = g.p
-	}
+	pool := optStockfish(L, o.value("engine"), o.what+": engine")
 	s, err := rookworld.NewScorer(pool, rewardConfig(L, o))
 	if err != nil {
 		L.RaiseError("%s", err.Error())
@@ -469,7 +467,7 @@ func luaChessScore(L *lua.LState) int {
 // (P: rows labelled by Stockfish, A: rows by the rules) and returns its counts.
 func (e *Env) luaDataset(L *lua.LState) int {
 	p := checkPositions(L, 1)
-	g := checkEngine(L, 2)
+	g := checkStockfish(L, 2)
 	path := L.CheckString(3)
 	o := optsArg(L, 4, "rook.chess.dataset")
 	opt := rookworld.DatasetOptions{Rows: o.int("rows", 0), EnvFraction: o.num("env_fraction", 0.5), Seed: uint64(o.int("seed", 0)),

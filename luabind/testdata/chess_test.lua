@@ -63,4 +63,11 @@ function T.test_reward_chess_on_a_rollout()
   check.errors(function() rook.reward.chess(b, { engine = sf, weights = 1 }) end, 'unknown option "weights"')
 end
 
+function T.test_engine_option_must_be_a_stockfish()
+  check.errors(function() rook.positions{ generator = { engine = 3 } } end,
+    "generator.engine must be a rook.stockfish, got a number")
+  check.errors(function() rook.chess.score("A: x", "y", { engine = "sf" }) end,
+    "engine must be a rook.stockfish, got a string")
+end
+
 return T
