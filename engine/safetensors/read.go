@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -34,112 +35,145 @@ type headerEntry struct {
 // keys, every dtype is known, every byte count matches shape×dtype, and that the tensors tile
 // the data section exactly (in range, no overlap, no gap).
 func Parse(path string, b []byte) (*File, error) {
-	fail := func(format string, a ...any) (*File, error) {
-		return nil, fmt.Errorf("safetensors: %s: %s", path, fmt.Sprintf(format, a...))
+	hdr, data, err := split(b)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
+	f, spans, err := parseHeader(path, hdr, data)
+	if err == nil {
+		err = checkTiling(spans, uint64(len(data)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// split checks the 8-byte header length and returns the JSON header and the data section.
+func split(b []byte) (hdr, data []byte, err error) {
 	if len(b) < 8 {
-		return fail("file is %d bytes, shorter than the 8-byte header length", len(b))
+		return nil, nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(b))
 	}
 	n := binary.LittleEndian.Uint64(b)
 	if n > uint64(len(b)-8) {
-		return fail("header length %d exceeds the %d bytes after it (truncated or not safetensors)", n, len(b)-8)
+		return nil, nil, fmt.Errorf("header length %d exceeds the %d bytes after it (truncated or not safetensors)", n, len(b)-8)
 	}
 	if n > maxHeader {
-		return fail("header length %d exceeds the %d-byte limit", n, maxHeader)
+		return nil, nil, fmt.Errorf("header length %d exceeds the %d-byte limit", n, maxHeader)
 	}
-	hdr := b[8 : 8+n]
-	data := b[8+n:]
+	hdr, data = b[8:8+n], b[8+n:]
 	if len(hdr) == 0 || hdr[0] != '{' {
-		return fail("header does not start with a JSON object")
+		return nil, nil, errors.New("header does not start with a JSON object")
 	}
 	if !utf8.Valid(hdr) {
-		return fail("header is not valid UTF-8")
+		return nil, nil, errors.New("header is not valid UTF-8")
 	}
+	return hdr, data, nil
+}
 
+// span is the byte range of one tensor in the data section.
+type span struct {
+	name       string
+	begin, end uint64
+}
+
+// parseHeader reads the header's JSON object key by key (so a duplicate key is seen) into a
+// File whose tensors alias data.
+func parseHeader(path string, hdr, data []byte) (*File, []span, error) {
 	dec := json.NewDecoder(bytes.NewReader(hdr))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil {
-		return fail("corrupt header: %v", err)
+		return nil, nil, fmt.Errorf("corrupt header: %v", err)
 	}
-	st := &File{Path: path, Tensors: map[string]Tensor{}}
-	type span struct {
-		name       string
-		begin, end uint64
-	}
+	f := &File{Path: path, Tensors: map[string]Tensor{}}
 	var spans []span
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return fail("corrupt header: %v", err)
+			return nil, nil, fmt.Errorf("corrupt header: %v", err)
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return fail("corrupt header: key %v is not a string", tok)
+			return nil, nil, fmt.Errorf("corrupt header: key %v is not a string", tok)
 		}
 		if seen[key] {
-			return fail("header names %q twice", key)
+			return nil, nil, fmt.Errorf("header names %q twice", key)
 		}
 		seen[key] = true
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fail("corrupt header at %q: %v", key, err)
+			return nil, nil, fmt.Errorf("corrupt header at %q: %v", key, err)
 		}
 		if key == "__metadata__" {
-			if err := json.Unmarshal(raw, &st.Metadata); err != nil {
-				return fail("__metadata__ must map strings to strings: %v", err)
+			if err := json.Unmarshal(raw, &f.Metadata); err != nil {
+				return nil, nil, fmt.Errorf("__metadata__ must map strings to strings: %v", err)
 			}
 			continue
 		}
-		var e headerEntry
-		ed := json.NewDecoder(bytes.NewReader(raw))
-		ed.DisallowUnknownFields()
-		if err := ed.Decode(&e); err != nil {
-			return fail("tensor %q: bad header entry: %v", key, err)
+		t, sp, err := parseEntry(key, raw, data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tensor %q: %w", key, err)
 		}
-		if e.DType == nil || e.Shape == nil || e.Offsets == nil {
-			return fail("tensor %q: header entry needs dtype, shape and data_offsets", key)
-		}
-		dt, ok := dtypes[*e.DType]
-		if !ok {
-			return fail("tensor %q: unknown dtype %q", key, *e.DType)
-		}
-		if len(e.Offsets) != 2 || e.Offsets[0] > e.Offsets[1] {
-			return fail("tensor %q: data_offsets %v is not [begin, end] with begin <= end", key, e.Offsets)
-		}
-		if e.Offsets[1] > uint64(len(data)) {
-			return fail("tensor %q: data_offsets %v run past the %d-byte data section", key, e.Offsets, len(data))
-		}
-		shape := make([]int, len(*e.Shape))
-		numel := uint64(1)
-		for i, d := range *e.Shape {
-			if d < 0 {
-				return fail("tensor %q: negative dimension in shape %v", key, *e.Shape)
-			}
-			// Any element count beyond the data section is a mismatch anyway; capping it keeps
-			// the product from overflowing.
-			if d != 0 && numel > uint64(len(data))/uint64(d) {
-				numel = uint64(len(data)) + 1
-			} else {
-				numel *= uint64(d)
-			}
-			shape[i] = int(d)
-		}
-		if want := e.Offsets[1] - e.Offsets[0]; numel > want || numel*uint64(dt.size) != want {
-			return fail("tensor %q: shape %v of %s needs %s bytes but data_offsets %v hold %d",
-				key, shape, *e.DType, byteCount(*e.Shape, dt.size), e.Offsets, want)
-		}
-		st.Tensors[key] = Tensor{Name: key, DType: *e.DType, Shape: shape,
-			Data: data[e.Offsets[0]:e.Offsets[1]:e.Offsets[1]], file: path}
-		spans = append(spans, span{key, e.Offsets[0], e.Offsets[1]})
+		t.file = path
+		f.Tensors[key] = t
+		spans = append(spans, sp)
 	}
 	if _, err := dec.Token(); err != nil {
-		return fail("corrupt header: %v", err)
+		return nil, nil, fmt.Errorf("corrupt header: %v", err)
 	}
 	if rest := hdr[dec.InputOffset():]; len(bytes.Trim(rest, " \t\r\n")) != 0 {
-		return fail("corrupt header: %d unexpected bytes after the JSON object", len(rest))
+		return nil, nil, fmt.Errorf("corrupt header: %d unexpected bytes after the JSON object", len(rest))
 	}
+	return f, spans, nil
+}
 
+// parseEntry validates one tensor's header record against the data section.
+func parseEntry(key string, raw json.RawMessage, data []byte) (Tensor, span, error) {
+	var e headerEntry
+	ed := json.NewDecoder(bytes.NewReader(raw))
+	ed.DisallowUnknownFields()
+	if err := ed.Decode(&e); err != nil {
+		return Tensor{}, span{}, fmt.Errorf("bad header entry: %v", err)
+	}
+	if e.DType == nil || e.Shape == nil || e.Offsets == nil {
+		return Tensor{}, span{}, errors.New("header entry needs dtype, shape and data_offsets")
+	}
+	dt, ok := dtypes[*e.DType]
+	if !ok {
+		return Tensor{}, span{}, fmt.Errorf("unknown dtype %q", *e.DType)
+	}
+	if len(e.Offsets) != 2 || e.Offsets[0] > e.Offsets[1] {
+		return Tensor{}, span{}, fmt.Errorf("data_offsets %v is not [begin, end] with begin <= end", e.Offsets)
+	}
+	if e.Offsets[1] > uint64(len(data)) {
+		return Tensor{}, span{}, fmt.Errorf("data_offsets %v run past the %d-byte data section", e.Offsets, len(data))
+	}
+	shape := make([]int, len(*e.Shape))
+	numel := uint64(1)
+	for i, d := range *e.Shape {
+		if d < 0 {
+			return Tensor{}, span{}, fmt.Errorf("negative dimension in shape %v", *e.Shape)
+		}
+		// Any element count beyond the data section is a mismatch anyway; capping it keeps
+		// the product from overflowing.
+		if d != 0 && numel > uint64(len(data))/uint64(d) {
+			numel = uint64(len(data)) + 1
+		} else {
+			numel *= uint64(d)
+		}
+		shape[i] = int(d)
+	}
+	if want := e.Offsets[1] - e.Offsets[0]; numel > want || numel*uint64(dt.size) != want {
+		return Tensor{}, span{}, fmt.Errorf("shape %v of %s needs %s bytes but data_offsets %v hold %d",
+			shape, *e.DType, byteCount(*e.Shape, dt.size), e.Offsets, want)
+	}
+	t := Tensor{Name: key, DType: *e.DType, Shape: shape, Data: data[e.Offsets[0]:e.Offsets[1]:e.Offsets[1]]}
+	return t, span{key, e.Offsets[0], e.Offsets[1]}, nil
+}
+
+// checkTiling reports a gap, an overlap or trailing bytes among the tensors' byte ranges.
+func checkTiling(spans []span, size uint64) error {
 	sort.Slice(spans, func(i, j int) bool {
 		if spans[i].begin != spans[j].begin {
 			return spans[i].begin < spans[j].begin
@@ -151,16 +185,16 @@ func Parse(path string, b []byte) (*File, error) {
 	for _, s := range spans {
 		switch {
 		case s.begin > pos:
-			return fail("data bytes [%d, %d) belong to no tensor (gap before %q)", pos, s.begin, s.name)
+			return fmt.Errorf("data bytes [%d, %d) belong to no tensor (gap before %q)", pos, s.begin, s.name)
 		case s.begin < pos:
-			return fail("tensor %q overlaps tensor %q", s.name, prev)
+			return fmt.Errorf("tensor %q overlaps tensor %q", s.name, prev)
 		}
 		pos, prev = s.end, s.name
 	}
-	if pos != uint64(len(data)) {
-		return fail("data bytes [%d, %d) belong to no tensor (trailing bytes)", pos, len(data))
+	if pos != size {
+		return fmt.Errorf("data bytes [%d, %d) belong to no tensor (trailing bytes)", pos, size)
 	}
-	return st, nil
+	return nil
 }
 
 // byteCount formats shape×size for an error message without overflowing.
