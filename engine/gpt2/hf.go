@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -155,6 +156,28 @@ func hfTranspose(dst, src []float32, rows, cols int) {
 	}
 }
 
+// hfConfigFile is what readHFConfig takes from config.json: every key that changes the
+// computation. Pointers tell a missing (or null) key from a zero value. Other keys are ignored:
+// dropout (resid_pdrop, embd_pdrop, attn_pdrop, summary_first_dropout) because the engine never
+// applies dropout, RL logprobs being computed with the model in eval semantics;
+// reorder_and_upcast_attn because it only changes numerics, not the function.
+type hfConfigFile struct {
+	VocabSize                  *int     `json:"vocab_size"`
+	NPositions                 *int     `json:"n_positions"` // sizes wpe
+	NCtx                       *int     `json:"n_ctx"`       // legacy alias of n_positions
+	NEmbd                      *int     `json:"n_embd"`
+	NLayer                     *int     `json:"n_layer"`
+	NHead                      *int     `json:"n_head"`
+	NInner                     *int     `json:"n_inner"`
+	LayerNormEpsilon           *float64 `json:"layer_norm_epsilon"`
+	ActivationFunction         *string  `json:"activation_function"`
+	ModelType                  *string  `json:"model_type"`
+	ScaleAttnWeights           *bool    `json:"scale_attn_weights"`
+	ScaleAttnByInverseLayerIdx *bool    `json:"scale_attn_by_inverse_layer_idx"`
+	AddCrossAttention          *bool    `json:"add_cross_attention"`
+	TieWordEmbeddings          *bool    `json:"tie_word_embeddings"`
+}
+
 // readHFConfig parses a GPT-2 config.json. Every field that changes the computation is
 // checked: a config we would run differently from transformers is an error, not a guess.
 func readHFConfig(path string) (Config, error) {
@@ -162,116 +185,81 @@ func readHFConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	var f hfConfigFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return Config{}, fmt.Errorf("%s: %s must be %s, got %s", path, te.Field, hfKind(te.Type.Kind()), te.Value)
+		}
 		return Config{}, fmt.Errorf("%s: %v", path, err)
 	}
-	fail := func(format string, a ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, a...))
+	cfg, err := f.validate()
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
-	intField := func(name string) (int, bool, error) {
-		v, ok := raw[name]
-		if !ok || string(v) == "null" {
-			return 0, false, nil
-		}
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || int64(int(n)) != n {
-			return 0, true, fmt.Errorf("%s: %s must be an integer, got %s", path, name, v)
-		}
-		return int(n), true, nil
-	}
-	var cfg Config
-	for _, f := range []struct {
-		dst   *int
-		names []string
-	}{
-		{&cfg.VocabSize, []string{"vocab_size"}},
-		// n_positions sizes wpe; n_ctx is its legacy alias in old GPT-2 configs.
-		{&cfg.MaxSeqLen, []string{"n_positions", "n_ctx"}},
-		{&cfg.Channels, []string{"n_embd"}},
-		{&cfg.NumLayers, []string{"n_layer"}},
-		{&cfg.NumHeads, []string{"n_head"}},
-	} {
-		got := false
-		for _, name := range f.names {
-			n, ok, err := intField(name)
-			if err != nil {
-				return Config{}, err
-			}
-			if ok {
-				*f.dst, got = n, true
-				break
-			}
-		}
-		if !got {
-			return fail("missing %s", strings.Join(f.names, " or "))
-		}
-	}
-	cfg.LayerNormE = 1e-5 // transformers' default
-	if v, ok := raw["layer_norm_epsilon"]; ok {
-		e, err := strconv.ParseFloat(string(v), 64)
-		if err != nil {
-			return fail("layer_norm_epsilon must be a number, got %s", v)
-		}
-		cfg.LayerNormE = float32(e)
-	}
+	return cfg, nil
+}
 
-	str := func(name, def string) (string, error) {
-		v, ok := raw[name]
-		if !ok || string(v) == "null" {
-			return def, nil
+// hfKind names what a config key must hold, for type errors.
+func hfKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int:
+		return "an integer"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a string"
+}
+
+// validate checks f against what the engine computes and returns the architecture.
+func (f hfConfigFile) validate() (Config, error) {
+	positions := f.NPositions
+	if positions == nil {
+		positions = f.NCtx
+	}
+	for _, r := range []struct {
+		v    *int
+		name string
+	}{{f.VocabSize, "vocab_size"}, {positions, "n_positions or n_ctx"}, {f.NEmbd, "n_embd"},
+		{f.NLayer, "n_layer"}, {f.NHead, "n_head"}} {
+		if r.v == nil {
+			return Config{}, fmt.Errorf("missing %s", r.name)
 		}
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return "", fmt.Errorf("%s: %s must be a string, got %s", path, name, v)
-		}
-		return s, nil
+	}
+	cfg := Config{VocabSize: *f.VocabSize, MaxSeqLen: *positions, Channels: *f.NEmbd,
+		NumLayers: *f.NLayer, NumHeads: *f.NHead, LayerNormE: 1e-5} // transformers' default epsilon
+	if f.LayerNormEpsilon != nil {
+		cfg.LayerNormE = float32(*f.LayerNormEpsilon)
 	}
 	// gelu_pytorch_tanh is the same tanh approximation as gelu_new under another name.
-	act, err := str("activation_function", "gelu_new")
-	if err != nil {
-		return Config{}, err
+	if act := f.ActivationFunction; act != nil && *act != "gelu_new" && *act != "gelu_pytorch_tanh" {
+		return Config{}, fmt.Errorf("activation_function is %q; only gelu_new (tanh-approximated GELU) is supported", *act)
 	}
-	if act != "gelu_new" && act != "gelu_pytorch_tanh" {
-		return fail("activation_function is %q; only gelu_new (tanh-approximated GELU) is supported", act)
+	if mt := f.ModelType; mt != nil && *mt != "gpt2" {
+		return Config{}, fmt.Errorf("model_type is %q, want gpt2", *mt)
 	}
-	if mt, err := str("model_type", "gpt2"); err != nil {
-		return Config{}, err
-	} else if mt != "gpt2" {
-		return fail("model_type is %q, want gpt2", mt)
+	if f.NInner != nil && *f.NInner != 4*cfg.Channels {
+		return Config{}, fmt.Errorf("n_inner is %d; only the standard 4*n_embd = %d MLP is supported", *f.NInner, 4*cfg.Channels)
 	}
-	if inner, ok, err := intField("n_inner"); err != nil {
-		return Config{}, err
-	} else if ok && inner != 4*cfg.Channels {
-		return fail("n_inner is %d; only the standard 4*n_embd = %d MLP is supported", inner, 4*cfg.Channels)
-	}
-	for _, f := range []struct {
+	for _, r := range []struct {
+		v    *bool
 		name string
 		want bool
 		why  string
 	}{
-		{"scale_attn_weights", true, "attention scores must be scaled by 1/sqrt(head size)"},
-		{"scale_attn_by_inverse_layer_idx", false, "per-layer attention scaling is not supported"},
-		{"add_cross_attention", false, "cross-attention is not supported"},
-		{"tie_word_embeddings", true, "untied LM heads are not supported"},
+		{f.ScaleAttnWeights, "scale_attn_weights", true, "attention scores must be scaled by 1/sqrt(head size)"},
+		{f.ScaleAttnByInverseLayerIdx, "scale_attn_by_inverse_layer_idx", false, "per-layer attention scaling is not supported"},
+		{f.AddCrossAttention, "add_cross_attention", false, "cross-attention is not supported"},
+		{f.TieWordEmbeddings, "tie_word_embeddings", true, "untied LM heads are not supported"},
 	} {
-		v, ok := raw[f.name]
-		if !ok || string(v) == "null" {
-			continue
-		}
-		var got bool
-		if err := json.Unmarshal(v, &got); err != nil {
-			return fail("%s must be true or false, got %s", f.name, v)
-		}
-		if got != f.want {
-			return fail("%s is %v: %s", f.name, got, f.why)
+		if r.v != nil && *r.v != r.want {
+			return Config{}, fmt.Errorf("%s is %v: %s", r.name, *r.v, r.why)
 		}
 	}
-	// Dropout fields (resid_pdrop, embd_pdrop, attn_pdrop, summary_first_dropout) are accepted
-	// and ignored: the engine never applies dropout, since RL logprobs must be computed with the
-	// model in eval semantics. reorder_and_upcast_attn only changes numerics, not the function.
 	if err := cfg.Validate(); err != nil {
-		return fail("%v", err)
+		return Config{}, err
 	}
 	return cfg, nil
 }

@@ -286,6 +286,9 @@ func TestLoadHFErrors(t *testing.T) {
 		{"untied config", with("tie_word_embeddings", false), base, []string{"tie_word_embeddings"}},
 		{"unscaled attention", with("scale_attn_weights", false), base, []string{"scale_attn_weights"}},
 		{"model type", with("model_type", "llama"), base, []string{"model_type"}},
+		{"model type not a string", with("model_type", 3), base, []string{"config.json", "model_type must be a string"}},
+		{"flag not a bool", with("tie_word_embeddings", "yes"), base, []string{"tie_word_embeddings must be true or false"}},
+		{"epsilon not a number", with("layer_norm_epsilon", "1e-5"), base, []string{"layer_norm_epsilon must be a number"}},
 		{"config shape mismatch", with("n_layer", 3), base, []string{"missing tensor", "transformer.h.2."}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
