@@ -98,147 +98,183 @@ func isSymbolByte(c byte) bool {
 
 // Next returns the next game, or io.EOF when no game is left.
 func (r *PGNReader) Next() (*PGNGame, error) {
-	g := &PGNGame{Tags: map[string]string{}, Line: -1}
-	started, inMoves := false, false
-	depth := 0
-	start := func() {
-		if !started {
-			started = true
-			g.Line, g.Offset = r.line, r.offset-1
-		}
-	}
-	beginMoves := func() error {
-		if inMoves {
-			return nil
-		}
-		inMoves = true
-		fen := StartFEN
-		if f, ok := g.Tags["FEN"]; ok {
-			fen = f
-		}
-		game, err := NewGame(fen)
-		if err != nil {
-			return r.errorf(g.Line, "FEN tag: %v", err)
-		}
-		g.game = game
-		return nil
-	}
-	finish := func(result string) (*PGNGame, error) {
-		if err := beginMoves(); err != nil {
-			return nil, err
-		}
-		if depth != 0 {
-			return nil, r.errorf(g.Line, "unclosed variation")
-		}
-		g.Result = result
-		return g, nil
-	}
+	p := &pgnParse{r: r, g: &PGNGame{Tags: map[string]string{}, Line: -1}}
 	for {
 		c, err := r.readByte()
 		if err == io.EOF {
-			if !started {
+			if !p.started {
 				return nil, io.EOF
 			}
-			return finish("*")
+			return p.finish("*")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
 		}
-		switch {
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-		case c == '%' && r.undo.bol:
-			if err := r.skipLine(); err != nil {
-				return nil, err
-			}
-		case c == ';':
-			if err := r.skipLine(); err != nil {
-				return nil, err
-			}
-		case c == '{':
-			open := r.line
-			for {
-				c, err := r.readByte()
-				if err == io.EOF {
-					return nil, fmt.Errorf("%s:%d: comment opened at line %d is never closed", r.name, r.line, open)
-				}
-				if err != nil {
-					return nil, err
-				}
-				if c == '}' {
-					break
-				}
-			}
-		case c == '[':
-			if inMoves {
-				r.unreadByte() // the next game's tags
-				return finish("*")
-			}
-			start()
-			if err := r.readTag(g); err != nil {
-				return nil, err
-			}
-		case c == '(':
-			start()
-			depth++
-		case c == ')':
-			if depth == 0 {
-				return nil, r.errorf(g.Line, "')' without '('")
-			}
-			depth--
-		case c == '$':
-			for {
-				c, err := r.readByte()
-				if err != nil || c < '0' || c > '9' {
-					if err == nil {
-						r.unreadByte()
-					}
-					break
-				}
-			}
-		case c == '!' || c == '?' || c == '.':
-		case c == '*':
-			start()
-			if depth == 0 {
-				return finish("*")
-			}
-		case isSymbolByte(c):
-			start()
-			sym := []byte{c}
-			for {
-				c, err := r.readByte()
-				if err != nil {
-					break
-				}
-				if !isSymbolByte(c) {
-					r.unreadByte()
-					break
-				}
-				sym = append(sym, c)
-			}
-			tok := string(sym)
-			if depth > 0 {
-				continue
-			}
-			switch {
-			case tok == "1-0" || tok == "0-1" || tok == "1/2-1/2":
-				return finish(tok)
-			case isDigits(tok):
-				// A move number; its dots are skipped as separate bytes.
-			default:
-				if err := beginMoves(); err != nil {
-					return nil, err
-				}
-				uci, err := g.game.Position().ParseSAN(tok)
-				if err != nil {
-					return nil, r.errorf(g.Line, "move %d %q: %v", len(g.Moves)+1, tok, err)
-				}
-				_ = g.game.Push(uci)
-				g.Moves = append(g.Moves, uci)
-				g.SAN = append(g.SAN, tok)
-			}
-		default:
-			return nil, r.errorf(g.Line, "unexpected character %q", c)
+		result, end, err := p.step(c)
+		if err != nil {
+			return nil, err
 		}
+		if end {
+			return p.finish(result)
+		}
+	}
+}
+
+// pgnParse is the state of the game Next is reading.
+type pgnParse struct {
+	r       *PGNReader
+	g       *PGNGame
+	started bool // a token of the game has been read
+	inMoves bool // past the tag pairs; g.game is set
+	depth   int  // nesting of variations, whose moves are skipped
+}
+
+// step consumes the token that starts with byte c; end reports that the game ended with result.
+func (p *pgnParse) step(c byte) (result string, end bool, err error) {
+	r := p.r
+	switch {
+	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+	case c == '%' && r.undo.bol, c == ';':
+		return "", false, r.skipLine()
+	case c == '{':
+		return "", false, r.skipComment()
+	case c == '[':
+		if p.inMoves {
+			r.unreadByte() // the next game's tags
+			return "*", true, nil
+		}
+		p.start()
+		return "", false, r.readTag(p.g)
+	case c == '(':
+		p.start()
+		p.depth++
+	case c == ')':
+		if p.depth == 0 {
+			return "", false, r.errorf(p.g.Line, "')' without '('")
+		}
+		p.depth--
+	case c == '$':
+		r.skipNAG()
+	case c == '!' || c == '?' || c == '.':
+	case c == '*':
+		p.start()
+		return "*", p.depth == 0, nil
+	case isSymbolByte(c):
+		p.start()
+		tok := r.readSymbol(c)
+		if p.depth > 0 {
+			return "", false, nil
+		}
+		return p.symbol(tok)
+	default:
+		return "", false, r.errorf(p.g.Line, "unexpected character %q", c)
+	}
+	return "", false, nil
+}
+
+// symbol handles a symbol token outside variations: a result, a move number or a move.
+func (p *pgnParse) symbol(tok string) (result string, end bool, err error) {
+	switch {
+	case tok == "1-0" || tok == "0-1" || tok == "1/2-1/2":
+		return tok, true, nil
+	case isDigits(tok):
+		return "", false, nil // a move number; its dots are skipped as separate bytes
+	}
+	if err := p.beginMoves(); err != nil {
+		return "", false, err
+	}
+	g := p.g
+	uci, err := g.game.Position().ParseSAN(tok)
+	if err != nil {
+		return "", false, p.r.errorf(g.Line, "move %d %q: %v", len(g.Moves)+1, tok, err)
+	}
+	_ = g.game.Push(uci)
+	g.Moves = append(g.Moves, uci)
+	g.SAN = append(g.SAN, tok)
+	return "", false, nil
+}
+
+// start records where the game's first token is.
+func (p *pgnParse) start() {
+	if !p.started {
+		p.started = true
+		p.g.Line, p.g.Offset = p.r.line, p.r.offset-1
+	}
+}
+
+// beginMoves ends the tag section: the game starts at the FEN tag or the standard position.
+func (p *pgnParse) beginMoves() error {
+	if p.inMoves {
+		return nil
+	}
+	p.inMoves = true
+	fen := StartFEN
+	if f, ok := p.g.Tags["FEN"]; ok {
+		fen = f
+	}
+	game, err := NewGame(fen)
+	if err != nil {
+		return p.r.errorf(p.g.Line, "FEN tag: %v", err)
+	}
+	p.g.game = game
+	return nil
+}
+
+func (p *pgnParse) finish(result string) (*PGNGame, error) {
+	if err := p.beginMoves(); err != nil {
+		return nil, err
+	}
+	if p.depth != 0 {
+		return nil, p.r.errorf(p.g.Line, "unclosed variation")
+	}
+	p.g.Result = result
+	return p.g, nil
+}
+
+// skipComment skips a brace comment after its '{'.
+func (r *PGNReader) skipComment() error {
+	open := r.line
+	for {
+		c, err := r.readByte()
+		if err == io.EOF {
+			return fmt.Errorf("%s:%d: comment opened at line %d is never closed", r.name, r.line, open)
+		}
+		if err != nil {
+			return err
+		}
+		if c == '}' {
+			return nil
+		}
+	}
+}
+
+// skipNAG skips the digits of a numeric annotation glyph after its '$'.
+func (r *PGNReader) skipNAG() {
+	for {
+		c, err := r.readByte()
+		if err != nil {
+			return
+		}
+		if c < '0' || c > '9' {
+			r.unreadByte()
+			return
+		}
+	}
+}
+
+// readSymbol reads the rest of a symbol token that starts with c.
+func (r *PGNReader) readSymbol(c byte) string {
+	sym := []byte{c}
+	for {
+		c, err := r.readByte()
+		if err != nil {
+			return string(sym)
+		}
+		if !isSymbolByte(c) {
+			r.unreadByte()
+			return string(sym)
+		}
+		sym = append(sym, c)
 	}
 }
 
