@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -71,21 +71,28 @@ func optStockfish(L *lua.LState, v lua.LValue, what string) *stockfish.Pool {
 	return nil
 }
 
-// rook.stockfish{depth=10, workers=2, multipv=5, path=, timeout=30, hash_mb=16, cache_file=}
-// → a rook.stockfish, or nil, err when the engine cannot start.
+// rook.stockfish{depth=10, workers=1, multipv=5, path=, timeout=30, hash_mb=16, retries=2,
+// cache_file=} → a rook.stockfish, or nil, err when the engine cannot start (a missing engine
+// says how to install one). An out-of-range setting is an error naming it; path "" finds
+// stockfish on PATH, then /usr/games/stockfish.
 func (e *Env) luaStockfish(L *lua.LState) int {
 	o := optsArg(L, 1, "rook.stockfish")
+	d := stockfish.DefaultConfig()
 	cfg := stockfish.Config{
-		Path:      o.str("path", ""),
-		Workers:   o.int("workers", 1),
-		Depth:     o.int("depth", 10),
-		MultiPV:   o.int("multipv", 5),
-		HashMB:    o.int("hash_mb", 0),
-		Timeout:   time.Duration(o.num("timeout", 30) * float64(time.Second)),
-		Retries:   o.int("retries", 0),
+		Path:      o.str("path", d.Path),
+		Workers:   o.int("workers", d.Workers),
+		Depth:     o.int("depth", d.Depth),
+		MultiPV:   o.int("multipv", d.MultiPV),
+		Threads:   d.Threads,
+		HashMB:    o.int("hash_mb", d.HashMB),
+		Timeout:   o.num("timeout", d.Timeout),
+		Retries:   o.int("retries", d.Retries),
 		CacheFile: o.str("cache_file", ""),
 	}
 	o.done()
+	if err := cfg.Validate(); err != nil {
+		L.RaiseError("rook.stockfish: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	p, err := stockfish.NewPool(L.Context(), cfg)
 	if err != nil {
 		return pushErr(L, err)

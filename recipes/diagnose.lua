@@ -9,7 +9,7 @@ local cfg = rook.config{
   model = "default", positions = "generator", seed = 1, env_fraction = 0.5,
   prompts = 4, group = 8, max_new_tokens = 72, temperature = 1.0,
   kl_coef = 0.02, clip = 0.2, lr = 5e-5, overfit_steps = 5, overfit_lr = 2e-4,
-  stockfish_depth = 8, malformed = -0.3, device = "cpu",
+  stockfish = "", stockfish_depth = 8, malformed = -0.3, device = "cpu", -- stockfish: engine binary ("": on PATH, then /usr/games)
 }
 
 local failures = 0
@@ -20,7 +20,7 @@ local function report(ok, name, detail)
   print(string.format("%s  %-44s %s", mark, name, detail or ""))
 end
 
-local sf = assert(rook.stockfish{ depth = cfg.stockfish_depth, workers = 2 })
+local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = 2 })
 local path = cfg.model
 if path == "default" then path = require("defaultmodel").ensure{ engine = sf, log = true } end
 local policy = assert(rook.load(path, { device = cfg.device }))

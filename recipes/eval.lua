@@ -9,11 +9,11 @@ local cfg = rook.config{
   positions = "generator",      -- "generator" (seeded games) or a FEN/EPD/PGN/training-text file
   seed = 201, size = 64, env_fraction = 0.5,
   max_new_tokens = 72, greedy = true, temperature = 1.0,
-  stockfish_depth = 8, stockfish_workers = 2, malformed = -0.3,
+  stockfish = "", stockfish_depth = 8, stockfish_workers = 2, malformed = -0.3, -- stockfish: engine binary ("": on PATH, then /usr/games)
   device = "cpu",
 }
 
-local sf = assert(rook.stockfish{ depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
+local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
 local model = cfg.model
 if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
 local m = assert(rook.load(model, { device = cfg.device }))

@@ -27,12 +27,12 @@ local cfg = rook.config{
   clip_low = 0.2, clip_high = 0.2, scale = "group", aggregation = "grpo",
   max_grad_norm = 1.0, epochs = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
   malformed = -0.3,             -- reward floor for unparsable output (-1.0 drove NaNs)
-  stockfish_depth = 8, stockfish_workers = 2,
+  stockfish = "", stockfish_depth = 8, stockfish_workers = 2, -- stockfish: engine binary ("": on PATH, then /usr/games)
   eval_size = 64, eval_every = 0, save_every = 10, keep = 3,
   recovery = { lr_factor = 0.5, rollback_after = 2, stop_after = 5, kl_stop = 2.0 },
 }
 
-local sf = assert(rook.stockfish{ depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
+local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
 local model = cfg.model
 if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
 local policy = assert(rook.load(model, { device = cfg.device, threads = cfg.threads }))

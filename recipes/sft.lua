@@ -9,6 +9,7 @@ local sftloop = require("sftloop")
 local cfg = rook.config{
   model = "random:small",       -- the starting point: a named random architecture or a checkpoint
   data = "generate", rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1,
+  stockfish = "",               -- engine binary for labelling ("": on PATH, then /usr/games)
   steps = 400, batch = 16, lr = 2e-3, lr_warmup = 20, lr_min = 1e-4, weight_decay = 0.0,
   max_grad_norm = 1.0, loss_on = "completion", micro_tokens = 0,
   run_dir = "runs/sft", out = "models/sft", save_every = 100, device = "cpu",
@@ -19,7 +20,7 @@ local data_path = cfg.data
 if data_path == "generate" then
   data_path = cfg.run_dir .. "-data.txt"
   if not rook.exists(data_path) then
-    local sf = assert(rook.stockfish{ depth = cfg.depth, workers = 2 })
+    local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.depth, workers = 2 })
     local gen = rook.positions{ generator = { seed = cfg.data_seed, max_plies = 80 } }
     rook.log("writing %d rows to %s", cfg.rows, data_path)
     assert(rook.chess.dataset(gen, sf, data_path, { rows = cfg.rows, env_fraction = cfg.env_fraction,

@@ -3,6 +3,7 @@ package rookworld
 import (
 	"context"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/chess"
@@ -21,15 +22,26 @@ func requireStockfish(t testing.TB) {
 func newTestPool(t testing.TB, cfg stockfish.Config) *stockfish.Pool {
 	t.Helper()
 	requireStockfish(t)
-	if cfg.Depth == 0 {
-		cfg.Depth = 6
-	}
-	p, err := stockfish.NewPool(context.Background(), cfg)
+	p, err := stockfish.NewPool(context.Background(), testConfig(cfg))
 	if err != nil {
 		t.Fatalf("NewPool: %v (install Stockfish with `make setup`, or set ROOKSCRIPT_NO_STOCKFISH=1 to skip)", err)
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// testConfig is the default configuration at depth 6 with the fields set in
+// over replacing it (tests name only what they change).
+func testConfig(over stockfish.Config) stockfish.Config {
+	c := stockfish.DefaultConfig()
+	c.Depth = 6
+	dst, src := reflect.ValueOf(&c).Elem(), reflect.ValueOf(over)
+	for i := range src.NumField() {
+		if !src.Field(i).IsZero() {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	return c
 }
 
 var testFENs = []string{

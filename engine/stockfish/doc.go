@@ -12,7 +12,8 @@
 //
 // # Searches
 //
-// A Pool runs Workers UCI processes (default /usr/games/stockfish, Debian's
+// A Pool runs Workers UCI processes of the engine FindEngine resolves:
+// Config.Path, else stockfish on PATH, else /usr/games/stockfish (Debian's
 // stockfish package). Every search sends ucinewgame and runs single-threaded
 // to a fixed depth, so a result depends only on (engine, FEN, depth, MultiPV):
 // the same request gives the same lines on any worker, in any order. Every

@@ -6,71 +6,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rookscript/rookscript/engine/chess"
 )
 
 // ErrPoolClosed is returned by a Pool after Close.
 var ErrPoolClosed = errors.New("stockfish: pool closed")
-
-// Config configures a Pool. Zero fields take the defaults noted.
-type Config struct {
-	Path      string        `json:"path"`       // engine binary; DefaultPath
-	Workers   int           `json:"workers"`    // engine processes; 1
-	Depth     int           `json:"depth"`      // fixed search depth; 10
-	MultiPV   int           `json:"multipv"`    // lines per position; 5
-	Threads   int           `json:"threads"`    // threads per engine; 1 (more breaks determinism)
-	HashMB    int           `json:"hash_mb"`    // hash per engine; 16
-	Timeout   time.Duration `json:"timeout"`    // per search attempt; 30s (start-up gets at least 10s)
-	Retries   int           `json:"retries"`    // extra attempts after a crash or hang; 2 (-1: none)
-	CacheFile string        `json:"cache_file"` // optional JSONL cache that survives runs
-	CacheSize int           `json:"cache_size"` // in-memory entries kept; 0 = unlimited
-}
-
-func (c Config) withDefaults() (Config, error) {
-	set := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	if c.Path == "" {
-		c.Path = DefaultPath
-	}
-	set(&c.Workers, 1)
-	set(&c.Depth, 10)
-	set(&c.MultiPV, 5)
-	set(&c.Threads, 1)
-	set(&c.HashMB, 16)
-	set(&c.Retries, 2)
-	if c.Retries < 0 {
-		c.Retries = 0
-	}
-	if c.Timeout == 0 {
-		c.Timeout = 30 * time.Second
-	}
-	for _, chk := range []struct {
-		name     string
-		v, lo, h int
-	}{
-		{"workers", c.Workers, 1, 256}, {"depth", c.Depth, 1, 100}, {"multipv", c.MultiPV, 1, 256},
-		{"threads", c.Threads, 1, 1024}, {"hash_mb", c.HashMB, 1, 1 << 20}, {"cache_size", c.CacheSize, 0, 1 << 40},
-	} {
-		if chk.v < chk.lo || chk.v > chk.h {
-			return c, fmt.Errorf("stockfish config: %s = %d, want %d..%d", chk.name, chk.v, chk.lo, chk.h)
-		}
-	}
-	if c.Timeout < 0 {
-		return c, fmt.Errorf("stockfish config: timeout = %v, want > 0", c.Timeout)
-	}
-	return c, nil
-}
-
-// startTimeout bounds an engine's start and handshake (loading its network
-// takes a moment), independently of a short per-search Timeout.
-func (c Config) startTimeout() time.Duration {
-	return max(c.Timeout, 10*time.Second)
-}
 
 // Line is one MultiPV line: the move, its score for the side to move, and the
 // principal variation it starts.
@@ -227,14 +168,19 @@ type worker struct {
 	restarts int
 }
 
-// NewPool starts cfg.Workers engines (a missing binary is an error naming the
-// path) and loads the cache file if one is configured. ctx bounds start-up
+// NewPool validates cfg, finds the engine (FindEngine: a missing binary is one
+// error naming the path and the way to install it), starts cfg.Workers
+// engines and loads the cache file if one is configured. ctx bounds start-up
 // only; the pool lives until Close.
 func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
-	cfg, err := cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	path, err := FindEngine(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Path = path
 	p := &Pool{cfg: cfg, jobs: make(chan *job), inflight: map[string]*call{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	startCtx, cancel := context.WithTimeout(ctx, cfg.startTimeout())
@@ -277,7 +223,7 @@ func NewPool(ctx context.Context, cfg Config) (*Pool, error) {
 	return p, nil
 }
 
-// Config returns the effective configuration (defaults filled in).
+// Config returns the pool's configuration, Path resolved.
 func (p *Pool) Config() Config { return p.cfg }
 
 // Engine is the engine's "id name", e.g. "Stockfish 15.1".
@@ -505,7 +451,7 @@ func (p *Pool) run(w *worker, j *job) ([]Line, error) {
 			lastErr = err
 			continue
 		}
-		ctx, cancel := context.WithTimeout(j.ctx, p.cfg.Timeout)
+		ctx, cancel := context.WithTimeout(j.ctx, p.cfg.timeout())
 		stop := context.AfterFunc(p.ctx, cancel)
 		lines, err := eng.analyse(ctx, j.pos, j.depth, j.multipv)
 		stop()

@@ -15,9 +15,6 @@ import (
 	"github.com/rookscript/rookscript/engine/chess"
 )
 
-// DefaultPath is where Debian's stockfish package installs the engine.
-const DefaultPath = "/usr/games/stockfish"
-
 // errEngineExited marks a dead engine process (crash or kill).
 var errEngineExited = errors.New("engine process exited")
 

@@ -70,4 +70,12 @@ function T.test_engine_option_must_be_a_stockfish()
     "engine must be a rook.stockfish, got a string")
 end
 
+function T.test_stockfish_settings_are_checked()
+  check.errors(function() rook.stockfish{ depth = 0 } end, "stockfish_depth must be ≥ 1, got 0")
+  check.errors(function() rook.stockfish{ workers = 0 } end, "stockfish_workers must be ≥ 1, got 0")
+  local sf, err = rook.stockfish{ path = "/nonexistent/stockfish" }
+  check.eq(sf, nil)
+  check.truthy(string.find(err, "make setup", 1, true), err)
+end
+
 return T

@@ -1,0 +1,65 @@
+package stockfish
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config configures a Pool. Each field's json tag is its name everywhere: Lua
+// option tables (rook.stockfish{...}), configs and logs. No field has a
+// zero-means-default rule: start from DefaultConfig and set what differs;
+// Validate refuses anything out of range.
+type Config struct {
+	Path      string  `json:"path"`       // engine binary; "" finds stockfish on PATH, then DefaultPath
+	Workers   int     `json:"workers"`    // engine processes
+	Depth     int     `json:"depth"`      // fixed search depth (what makes results deterministic)
+	MultiPV   int     `json:"multipv"`    // lines per position
+	Threads   int     `json:"threads"`    // threads per engine; more than 1 breaks determinism
+	HashMB    int     `json:"hash_mb"`    // hash table per engine, MiB
+	Timeout   float64 `json:"timeout"`    // seconds per search attempt (start-up gets at least 10)
+	Retries   int     `json:"retries"`    // extra attempts after a crash or hang
+	CacheFile string  `json:"cache_file"` // optional JSONL cache that survives runs
+	CacheSize int     `json:"cache_size"` // in-memory entries kept; 0 = unlimited
+}
+
+// DefaultConfig is one single-threaded engine searching to depth 10 with
+// MultiPV 5, 16 MiB hash, 30 s per search and 2 retries.
+func DefaultConfig() Config {
+	return Config{Workers: 1, Depth: 10, MultiPV: 5, Threads: 1, HashMB: 16, Timeout: 30, Retries: 2}
+}
+
+// Validate checks every field; each error names the setting as recipes know
+// it ("stockfish_depth must be ≥ 1, got 0").
+func (c Config) Validate() error {
+	var errs []error
+	for _, r := range []struct {
+		key       string
+		v, lo, hi int
+	}{
+		{"workers", c.Workers, 1, 256}, {"depth", c.Depth, 1, 100}, {"multipv", c.MultiPV, 1, 256},
+		{"threads", c.Threads, 1, 1024}, {"hash_mb", c.HashMB, 1, 1 << 20}, {"retries", c.Retries, 0, 100},
+		{"cache_size", c.CacheSize, 0, 1 << 40},
+	} {
+		switch {
+		case r.v < r.lo:
+			errs = append(errs, fmt.Errorf("stockfish_%s must be ≥ %d, got %d", r.key, r.lo, r.v))
+		case r.v > r.hi:
+			errs = append(errs, fmt.Errorf("stockfish_%s must be ≤ %d, got %d", r.key, r.hi, r.v))
+		}
+	}
+	if !(c.Timeout > 0) || math.IsInf(c.Timeout, 0) {
+		errs = append(errs, fmt.Errorf("stockfish_timeout must be a positive number of seconds, got %v", c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// timeout is Timeout as a Duration.
+func (c Config) timeout() time.Duration { return time.Duration(c.Timeout * float64(time.Second)) }
+
+// startTimeout bounds an engine's start and handshake (loading its network
+// takes a moment), independently of a short per-search Timeout.
+func (c Config) startTimeout() time.Duration {
+	return max(c.timeout(), 10*time.Second)
+}
