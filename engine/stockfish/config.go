@@ -63,3 +63,12 @@ func (c Config) timeout() time.Duration { return time.Duration(c.Timeout * float
 func (c Config) startTimeout() time.Duration {
 	return max(c.timeout(), 10*time.Second)
 }
+
+// MaxLoss bounds the time a failing engine can cost one position. Each of the Retries+1
+// attempts is bounded: start-up (startTimeout), the search (Timeout, every write included),
+// two kills (killWait each) and reading a dead engine's last words (stderrWait, at most
+// twice per failure, start-up and search).
+func (c Config) MaxLoss() time.Duration {
+	attempt := c.startTimeout() + c.timeout() + 2*killWait + 4*stderrWait
+	return time.Duration(c.Retries+1) * attempt
+}

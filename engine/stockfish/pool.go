@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rookscript/rookscript/engine/chess"
 )
@@ -101,15 +102,17 @@ type Request struct {
 
 // PoolStats counts what a pool has done.
 type PoolStats struct {
-	Requests    int64  `json:"requests"`     // Analyse calls
-	CacheHits   int64  `json:"cache_hits"`   // answered from the cache
-	Shared      int64  `json:"shared"`       // joined an identical search in flight
-	Terminal    int64  `json:"terminal"`     // answered without the engine
-	Searches    int64  `json:"searches"`     // completed engine searches
-	Restarts    int64  `json:"restarts"`     // engines killed and replaced
-	Failures    int64  `json:"failures"`     // requests that gave up
-	CacheLoaded int64  `json:"cache_loaded"` // entries read from CacheFile
-	CacheError  string `json:"cache_error,omitempty"`
+	Requests    int64   `json:"requests"`     // Analyse calls
+	CacheHits   int64   `json:"cache_hits"`   // answered from the cache
+	Shared      int64   `json:"shared"`       // joined an identical search in flight
+	Terminal    int64   `json:"terminal"`     // answered without the engine
+	Searches    int64   `json:"searches"`     // completed engine searches
+	Restarts    int64   `json:"restarts"`     // engines killed and replaced
+	Abandoned   int64   `json:"abandoned"`    // killed engines that could not be reaped within the kill bound
+	LostSeconds float64 `json:"lost_seconds"` // time spent in attempts that failed (a crashed, hung or dead engine)
+	Failures    int64   `json:"failures"`     // requests that gave up
+	CacheLoaded int64   `json:"cache_loaded"` // entries read from CacheFile
+	CacheError  string  `json:"cache_error,omitempty"`
 }
 
 // WorkerInfo describes one engine worker.
@@ -138,7 +141,8 @@ type Pool struct {
 	mu       sync.Mutex
 	inflight map[string]*call
 
-	requests, hits, shared, terminal, searches, restarts, failures atomic.Int64
+	requests, hits, shared, terminal, searches, restarts, failures, abandoned atomic.Int64
+	lost                                                                      atomic.Int64 // nanoseconds
 }
 
 type job struct {
@@ -438,40 +442,49 @@ func (p *Pool) serve(w *worker) {
 	}
 }
 
-// run performs one job with restarts and bounded retries.
+// run performs one job with restarts and bounded retries. Every attempt is bounded
+// (Config.MaxLoss), so a failing engine costs a position a bounded time; what it did cost is
+// added to PoolStats.LostSeconds and named in the error when the pool gives up.
 func (p *Pool) run(w *worker, j *job) ([]Line, error) {
 	var lastErr error
+	var lost time.Duration
 	attempts := p.cfg.Retries + 1
 	for a := 0; a < attempts; a++ {
 		if err := j.ctx.Err(); err != nil {
 			return nil, err
 		}
+		start := time.Now()
 		eng, err := w.engine(p)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		ctx, cancel := context.WithTimeout(j.ctx, p.cfg.timeout())
-		stop := context.AfterFunc(p.ctx, cancel)
-		lines, err := eng.analyse(ctx, j.pos, j.depth, j.multipv)
-		stop()
-		cancel()
 		if err == nil {
-			return lines, nil
+			ctx, cancel := context.WithTimeout(j.ctx, p.cfg.timeout())
+			stop := context.AfterFunc(p.ctx, cancel)
+			var lines []Line
+			lines, err = eng.analyse(ctx, j.pos, j.depth, j.multipv)
+			stop()
+			cancel()
+			if err == nil {
+				return lines, nil
+			}
+			// The engine is in an unknown state (dead, hung, or mid-search for a
+			// caller that left): replace it.
+			if !w.killEngine(true) {
+				p.abandoned.Add(1)
+			}
+			p.restarts.Add(1)
 		}
-		// The engine is in an unknown state (dead, hung, or mid-search for a
-		// caller that left): replace it.
-		w.killEngine(true)
-		p.restarts.Add(1)
 		if p.ctx.Err() != nil {
 			return nil, ErrPoolClosed
 		}
 		if err := j.ctx.Err(); err != nil {
 			return nil, err
 		}
+		d := time.Since(start)
+		lost += d
+		p.lost.Add(int64(d))
 		lastErr = err
 	}
-	return nil, fmt.Errorf("stockfish: %s depth %d: gave up after %d attempts: %w", j.pos.FEN(), j.depth, attempts, lastErr)
+	return nil, fmt.Errorf("stockfish: %s depth %d: gave up after %d attempts, %.1fs lost to failing engines (bound %s): %w",
+		j.pos.FEN(), j.depth, attempts, lost.Seconds(), p.cfg.MaxLoss(), lastErr)
 }
 
 func (w *worker) engine(p *Pool) (*engineProc, error) {
@@ -493,8 +506,9 @@ func (w *worker) engine(p *Pool) (*engineProc, error) {
 	return e, nil
 }
 
-// killEngine stops the worker's process; restart counts it as a replacement.
-func (w *worker) killEngine(restart bool) {
+// killEngine stops the worker's process; restart counts it as a replacement. It reports
+// false when the process could not be reaped within the kill bound.
+func (w *worker) killEngine(restart bool) bool {
 	w.mu.Lock()
 	e := w.eng
 	if e != nil {
@@ -504,9 +518,10 @@ func (w *worker) killEngine(restart bool) {
 		}
 	}
 	w.mu.Unlock()
-	if e != nil {
-		e.kill()
+	if e == nil {
+		return true
 	}
+	return e.kill()
 }
 
 func (w *worker) setBusy(b bool) {
@@ -534,7 +549,8 @@ func (p *Pool) Stats() PoolStats {
 	s := PoolStats{
 		Requests: p.requests.Load(), CacheHits: p.hits.Load(), Shared: p.shared.Load(),
 		Terminal: p.terminal.Load(), Searches: p.searches.Load(), Restarts: p.restarts.Load(),
-		Failures: p.failures.Load(),
+		Failures: p.failures.Load(), Abandoned: p.abandoned.Load(),
+		LostSeconds: time.Duration(p.lost.Load()).Seconds(),
 	}
 	s.CacheLoaded, s.CacheError = p.cache.status()
 	return s

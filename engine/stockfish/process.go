@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/rookscript/rookscript/engine/chess"
 )
@@ -18,48 +20,51 @@ import (
 // errEngineExited marks a dead engine process (crash or kill).
 var errEngineExited = errors.New("engine process exited")
 
+// killWait bounds how long a killed engine may take to be reaped. SIGKILL to its process
+// group ends it and every child at once, so this is only reached by a process the kernel
+// cannot end (uninterruptible I/O); it is then abandoned and reported.
+const killWait = 5 * time.Second
+
+// stderrWait is how long a dead engine's last stderr bytes are waited for, so that its own
+// message reaches the error. A child that keeps stderr open costs this once.
+const stderrWait = 500 * time.Millisecond
+
 // engineProc is one running UCI engine. It is used by one worker at a time;
 // kill may be called from anywhere.
+//
+// The engine runs in a process group of its own, so kill reaches every process it started
+// (a wrapper script's children included). Its stdin, stdout and stderr are pipes this
+// process owns and closes itself: no wait depends on another process closing a pipe, and
+// every write has a deadline.
 type engineProc struct {
 	path    string
 	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	stdin   *os.File // write end of the engine's stdin
+	stdout  *os.File // read end of its stdout
+	errPipe *os.File // read end of its stderr
 	lines   chan string
-	quit    chan struct{} // closed by kill; unblocks the reader
-	killed  sync.Once
 	stderr  *tailBuffer
+	errDone chan struct{} // closed when stderr is drained or closed
+	exited  chan struct{} // closed when the process has been reaped
+	quit    chan struct{} // closed by kill; unblocks the stdout reader
+	waitErr error         // the exit status; valid after exited
+	killed  sync.Once
 	name    string // from "id name"
 	multipv int    // current MultiPV option
 }
 
-// startEngine launches the binary and completes the UCI handshake within ctx.
+// startEngine launches the binary (a path FindEngine resolved) and completes the UCI
+// handshake within ctx.
 func startEngine(ctx context.Context, cfg Config) (*engineProc, error) {
-	if st, err := os.Stat(cfg.Path); err != nil {
-		return nil, fmt.Errorf("stockfish: engine binary %q: %w", cfg.Path, err)
-	} else if st.IsDir() {
-		return nil, fmt.Errorf("stockfish: engine binary %q is a directory", cfg.Path)
-	}
-	cmd := exec.Command(cfg.Path)
-	stdin, err := cmd.StdinPipe()
+	e, err := spawn(cfg.Path)
 	if err != nil {
-		return nil, fmt.Errorf("stockfish: %s: %w", cfg.Path, err)
+		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("stockfish: %s: %w", cfg.Path, err)
-	}
-	e := &engineProc{path: cfg.Path, cmd: cmd, stdin: stdin, lines: make(chan string, 256),
-		quit: make(chan struct{}), stderr: &tailBuffer{max: 2048}}
-	cmd.Stderr = e.stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("stockfish: starting %q: %w", cfg.Path, err)
-	}
-	go e.read(stdout)
 	fail := func(err error) (*engineProc, error) {
 		e.kill()
 		return nil, fmt.Errorf("stockfish: %q handshake: %w", cfg.Path, err)
 	}
-	if err := e.send("uci"); err != nil {
+	if err := e.send(ctx, "uci"); err != nil {
 		return fail(err)
 	}
 	err = e.waitFor(ctx, func(l string) bool {
@@ -76,7 +81,7 @@ func startEngine(ctx context.Context, cfg Config) (*engineProc, error) {
 		fmt.Sprintf("setoption name Hash value %d", cfg.HashMB),
 		fmt.Sprintf("setoption name MultiPV value %d", cfg.MultiPV),
 	} {
-		if err := e.send(opt); err != nil {
+		if err := e.send(ctx, opt); err != nil {
 			return fail(err)
 		}
 	}
@@ -90,9 +95,56 @@ func startEngine(ctx context.Context, cfg Config) (*engineProc, error) {
 	return e, nil
 }
 
-func (e *engineProc) read(r io.Reader) {
+// spawn starts the process in its own process group with pipes for its three streams.
+func spawn(path string) (*engineProc, error) {
+	var pipes [3][2]*os.File // stdin, stdout, stderr: [read end, write end]
+	closeAll := func() {
+		for _, p := range pipes {
+			for _, f := range p {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("stockfish: %s: %w", path, err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	cmd := exec.Command(path)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stockfish: starting %q: %w", path, err)
+	}
+	// The child holds its own copies; ours would keep its stdin open and hide its exit.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	e := &engineProc{path: path, cmd: cmd, stdin: pipes[0][1], stdout: pipes[1][0], errPipe: pipes[2][0],
+		lines: make(chan string, 256), stderr: &tailBuffer{max: 2048},
+		errDone: make(chan struct{}), exited: make(chan struct{}), quit: make(chan struct{})}
+	go e.read()
+	go func() {
+		defer close(e.errDone)
+		_, _ = io.Copy(e.stderr, e.errPipe)
+	}()
+	go func() {
+		// Every stream is an *os.File, so Wait waits for the process alone.
+		e.waitErr = cmd.Wait()
+		close(e.exited)
+	}()
+	return e, nil
+}
+
+func (e *engineProc) read() {
 	defer close(e.lines)
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(e.stdout)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		select {
@@ -110,11 +162,45 @@ func (e *engineProc) pid() int {
 	return e.cmd.Process.Pid
 }
 
-func (e *engineProc) send(cmd string) error {
+// send writes one command; the write gives up at ctx's deadline, so an engine that stopped
+// reading cannot block a worker.
+func (e *engineProc) send(ctx context.Context, cmd string) error {
+	d, _ := ctx.Deadline() // zero: no deadline, clearing an earlier one
+	_ = e.stdin.SetWriteDeadline(d)
 	if _, err := io.WriteString(e.stdin, cmd+"\n"); err != nil {
-		return fmt.Errorf("%w: writing %q: %v", errEngineExited, cmd, err)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("engine did not read %q: %w", cmd, context.DeadlineExceeded)
+		}
+		return e.deathError(fmt.Sprintf("writing %q: %v", cmd, err))
 	}
 	return nil
+}
+
+// deathError describes a dead engine: its exit status and the end of its stderr.
+func (e *engineProc) deathError(what string) error {
+	var status string
+	select {
+	case <-e.exited:
+		if e.waitErr != nil {
+			status = e.waitErr.Error()
+		} else {
+			status = "exit status 0"
+		}
+	case <-time.After(stderrWait):
+		status = "still running"
+	}
+	select {
+	case <-e.errDone:
+	case <-time.After(stderrWait):
+	}
+	msg := status
+	if what != "" {
+		msg = what + "; " + msg
+	}
+	if tail := strings.TrimSpace(e.stderr.String()); tail != "" {
+		msg += "; stderr: " + tail
+	}
+	return fmt.Errorf("%w (%s)", errEngineExited, msg)
 }
 
 // waitFor reads lines until done returns true, the engine dies or ctx ends.
@@ -123,24 +209,26 @@ func (e *engineProc) waitFor(ctx context.Context, done func(string) bool) error 
 		select {
 		case l, ok := <-e.lines:
 			if !ok {
-				msg := strings.TrimSpace(e.stderr.String())
-				if msg != "" {
-					return fmt.Errorf("%w (stderr: %s)", errEngineExited, msg)
-				}
-				return errEngineExited
+				return e.deathError("")
 			}
 			if done(strings.TrimSpace(l)) {
 				return nil
 			}
+		case <-e.exited:
+			return e.deathError("")
 		case <-ctx.Done():
-			return fmt.Errorf("engine did not answer: %w", ctx.Err())
+			err := fmt.Errorf("engine did not answer: %w", ctx.Err())
+			if tail := strings.TrimSpace(e.stderr.String()); tail != "" {
+				err = fmt.Errorf("%w (stderr: %s)", err, tail)
+			}
+			return err
 		}
 	}
 }
 
 // sync is the isready/readyok round trip.
 func (e *engineProc) sync(ctx context.Context) error {
-	if err := e.send("isready"); err != nil {
+	if err := e.send(ctx, "isready"); err != nil {
 		return err
 	}
 	return e.waitFor(ctx, func(l string) bool { return l == "readyok" })
@@ -152,22 +240,22 @@ func (e *engineProc) sync(ctx context.Context) error {
 // process searched before: that is what makes rewards deterministic.
 func (e *engineProc) analyse(ctx context.Context, pos *chess.Position, depth, multipv int) ([]Line, error) {
 	if multipv != e.multipv {
-		if err := e.send(fmt.Sprintf("setoption name MultiPV value %d", multipv)); err != nil {
+		if err := e.send(ctx, fmt.Sprintf("setoption name MultiPV value %d", multipv)); err != nil {
 			return nil, err
 		}
 		e.multipv = multipv
 	}
-	if err := e.send("ucinewgame"); err != nil {
+	if err := e.send(ctx, "ucinewgame"); err != nil {
 		return nil, err
 	}
 	if err := e.sync(ctx); err != nil {
 		return nil, err
 	}
 	fen := pos.FEN()
-	if err := e.send("position fen " + fen); err != nil {
+	if err := e.send(ctx, "position fen "+fen); err != nil {
 		return nil, err
 	}
-	if err := e.send(fmt.Sprintf("go depth %d", depth)); err != nil {
+	if err := e.send(ctx, fmt.Sprintf("go depth %d", depth)); err != nil {
 		return nil, err
 	}
 	type cand struct {
@@ -224,16 +312,28 @@ func (e *engineProc) analyse(ctx context.Context, pos *chess.Position, depth, mu
 	return out, nil
 }
 
-// kill stops the process for good (SIGKILL) and reaps it.
-func (e *engineProc) kill() {
+// kill stops the engine for good: SIGKILL to its whole process group, then a reap bounded
+// by killWait. It returns false when the process could not be reaped in that time (it is
+// then abandoned). Our pipe ends are closed either way, which ends the reader goroutines
+// even when a process outside the group still holds the other ends.
+func (e *engineProc) kill() (reaped bool) {
+	reaped = true
 	e.killed.Do(func() {
 		close(e.quit)
-		_ = e.stdin.Close()
-		if e.cmd.Process != nil {
+		if pid := e.pid(); pid > 0 {
+			_ = syscall.Kill(-pid, syscall.SIGKILL) // the group: pgid = pid (Setpgid)
 			_ = e.cmd.Process.Kill()
 		}
-		_ = e.cmd.Wait()
+		_ = e.stdin.Close()
+		select {
+		case <-e.exited:
+		case <-time.After(killWait):
+			reaped = false
+		}
+		_ = e.stdout.Close()
+		_ = e.errPipe.Close()
 	})
+	return reaped
 }
 
 // tailBuffer keeps the last max bytes written (the engine's stderr).
