@@ -273,7 +273,7 @@ func rewardConfig(L *lua.LState, o *opts) rookworld.RewardConfig {
 	c.LegalCredit = o.num("legal_credit", c.LegalCredit)
 	c.EvalClip = o.num("eval_clip", c.EvalClip)
 	c.FENPartial = o.boolean("fen_partial", c.FENPartial)
-	c.Shaping = o.str("shaping", c.Shaping)
+	c.Shaping = rookworld.Shaping(o.str("shaping", string(c.Shaping)))
 	c.TruncatedFloor = o.boolean("truncated_floor", c.TruncatedFloor)
 	c.Depth = o.int("depth", c.Depth)
 	if t, ok := o.value("rank_credit").(*lua.LTable); ok {
@@ -292,7 +292,7 @@ func rewardConfig(L *lua.LState, o *opts) rookworld.RewardConfig {
 		w.done()
 	}
 	if err := c.Validate(); err != nil {
-		L.RaiseError("%s", err.Error())
+		L.RaiseError("%s: %s", o.what, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return c
 }

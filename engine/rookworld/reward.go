@@ -30,27 +30,31 @@ type EnvWeights struct {
 	RewardField float64 `json:"reward_field"`
 }
 
-// Shaping maps the weighted mean t ∈ [0,1] of a well-formed answer.
+// Shaping names how the weighted mean t ∈ [0,1] of a well-formed answer becomes its total.
+type Shaping string
+
+// The shapings.
 const (
-	ShapeLinear   = "linear"   // t
-	ShapeCentered = "centered" // 2t − 1
-	ShapeStrict   = "strict"   // 1 if every weighted component is 1, else 0
+	ShapeLinear   Shaping = "linear"   // t
+	ShapeCentered Shaping = "centered" // 2t − 1
+	ShapeStrict   Shaping = "strict"   // 1 if every weighted component is 1, else 0
 )
 
-// RewardConfig holds everything a recipe may tune. DefaultRewardConfig gives
-// the values documented in doc.go.
+// RewardConfig holds everything a recipe may tune. Each field's json tag is its name in Lua
+// option tables and configs; alias lists older names still accepted. DefaultRewardConfig
+// gives the values documented in doc.go.
 type RewardConfig struct {
 	Policy         PolicyWeights `json:"policy"`
 	Env            EnvWeights    `json:"env"`
-	MalformedFloor float64       `json:"malformed_floor"` // total for an answer that does not parse
-	IllegalFloor   float64       `json:"illegal_floor"`   // total for a policy answer whose B: is illegal
-	RankCredit     []float64     `json:"rank_credit"`     // best_rank credit for MultiPV rank 1, 2, …
-	LegalCredit    float64       `json:"legal_credit"`    // best_rank credit for a legal move outside the lines
-	EvalClip       float64       `json:"eval_clip"`       // pawns; |E − Stockfish| beyond this scores 0
-	FENPartial     bool          `json:"fen_partial"`     // FEN credit by similarity instead of exact match
-	Shaping        string        `json:"shaping"`         // ShapeLinear (default), ShapeCentered, ShapeStrict
-	TruncatedFloor bool          `json:"truncated_floor"` // answers cut by max_new_tokens get MalformedFloor
-	Depth          int           `json:"depth"`           // search depth; 0 = the pool's
+	MalformedFloor float64       `json:"malformed" alias:"malformed_floor"` // total for an answer that does not parse
+	IllegalFloor   float64       `json:"illegal" alias:"illegal_floor"`     // total for a policy answer whose B: is illegal
+	RankCredit     []float64     `json:"rank_credit"`                       // best_rank credit for MultiPV rank 1, 2, …
+	LegalCredit    float64       `json:"legal_credit"`                      // best_rank credit for a legal move outside the lines
+	EvalClip       float64       `json:"eval_clip"`                         // pawns; |E − Stockfish| beyond this scores 0
+	FENPartial     bool          `json:"fen_partial"`                       // FEN credit by similarity instead of exact match
+	Shaping        Shaping       `json:"shaping"`                           // ShapeLinear ("" too), ShapeCentered, ShapeStrict
+	TruncatedFloor bool          `json:"truncated_floor"`                   // answers cut by max_new_tokens get MalformedFloor
+	Depth          int           `json:"depth"`                             // search depth; 0 = the pool's
 }
 
 // DefaultRewardConfig returns the defaults: weights summing to one, malformed
@@ -71,47 +75,49 @@ func DefaultRewardConfig() RewardConfig {
 	}
 }
 
-// Validate checks the config; errors name the field.
+// Validate checks the config; each error names the setting by its key.
 func (c RewardConfig) Validate() error {
 	var errs []error
-	check := func(name string, v float64, lo, hi float64) {
+	inRange := func(key string, v, lo, hi float64) {
 		if math.IsNaN(v) || v < lo || v > hi {
-			errs = append(errs, fmt.Errorf("reward config: %s = %v, want %v..%v", name, v, lo, hi))
+			errs = append(errs, fmt.Errorf("%s must be in [%v, %v], got %v", key, lo, hi, v))
 		}
 	}
 	for _, w := range []struct {
-		name string
-		v    float64
+		key string
+		v   float64
 	}{
 		{"policy.format", c.Policy.Format}, {"policy.moves_legal", c.Policy.MovesLegal},
 		{"policy.best_rank", c.Policy.BestRank}, {"policy.candidates", c.Policy.Candidates},
 		{"policy.eval", c.Policy.Eval}, {"env.format", c.Env.Format}, {"env.fen", c.Env.FEN},
 		{"env.flags", c.Env.Flags}, {"env.reward_field", c.Env.RewardField},
 	} {
-		check(w.name, w.v, 0, math.MaxFloat64)
+		if !(w.v >= 0) || math.IsInf(w.v, 1) {
+			errs = append(errs, fmt.Errorf("%s must be a finite weight ≥ 0, got %v", w.key, w.v))
+		}
 	}
 	if c.Policy.Format+c.Policy.MovesLegal+c.Policy.BestRank+c.Policy.Candidates+c.Policy.Eval == 0 {
-		errs = append(errs, errors.New("reward config: policy weights are all zero"))
+		errs = append(errs, errors.New("policy weights are all zero"))
 	}
 	if c.Env.Format+c.Env.FEN+c.Env.Flags+c.Env.RewardField == 0 {
-		errs = append(errs, errors.New("reward config: env weights are all zero"))
+		errs = append(errs, errors.New("env weights are all zero"))
 	}
-	check("malformed_floor", c.MalformedFloor, -10, 10)
-	check("illegal_floor", c.IllegalFloor, -10, 10)
-	check("legal_credit", c.LegalCredit, 0, 1)
+	inRange("malformed", c.MalformedFloor, -10, 10)
+	inRange("illegal", c.IllegalFloor, -10, 10)
+	inRange("legal_credit", c.LegalCredit, 0, 1)
 	for i, v := range c.RankCredit {
-		check(fmt.Sprintf("rank_credit[%d]", i), v, 0, 1)
+		inRange(fmt.Sprintf("rank_credit[%d]", i), v, 0, 1)
 	}
-	if !(c.EvalClip > 0) {
-		errs = append(errs, fmt.Errorf("reward config: eval_clip = %v, want > 0", c.EvalClip))
+	if !(c.EvalClip > 0) || math.IsInf(c.EvalClip, 1) {
+		errs = append(errs, fmt.Errorf("eval_clip must be a finite number of pawns > 0, got %v", c.EvalClip))
 	}
 	switch c.Shaping {
 	case "", ShapeLinear, ShapeCentered, ShapeStrict:
 	default:
-		errs = append(errs, fmt.Errorf("reward config: shaping = %q, want %q, %q or %q", c.Shaping, ShapeLinear, ShapeCentered, ShapeStrict))
+		errs = append(errs, fmt.Errorf("shaping must be %q, %q or %q, got %q", ShapeLinear, ShapeCentered, ShapeStrict, c.Shaping))
 	}
 	if c.Depth < 0 || c.Depth > 100 {
-		errs = append(errs, fmt.Errorf("reward config: depth = %d, want 0..100", c.Depth))
+		errs = append(errs, fmt.Errorf("depth must be in [0, 100] (0: the pool's), got %d", c.Depth))
 	}
 	return errors.Join(errs...)
 }

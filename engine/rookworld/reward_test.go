@@ -204,12 +204,14 @@ func TestRewardConfig(t *testing.T) {
 		mod   func(*RewardConfig)
 		field string
 	}{
-		{func(c *RewardConfig) { c.Policy.Eval = -1 }, "policy.eval"},
-		{func(c *RewardConfig) { c.Env = EnvWeights{} }, "env weights"},
-		{func(c *RewardConfig) { c.EvalClip = 0 }, "eval_clip"},
-		{func(c *RewardConfig) { c.Shaping = "cubic" }, "shaping"},
-		{func(c *RewardConfig) { c.RankCredit = []float64{2} }, "rank_credit[0]"},
-		{func(c *RewardConfig) { c.MalformedFloor = math.NaN() }, "malformed_floor"},
+		{func(c *RewardConfig) { c.Policy.Eval = -1 }, "policy.eval must be a finite weight ≥ 0, got -1"},
+		{func(c *RewardConfig) { c.Policy.Eval = math.Inf(1) }, "policy.eval must be a finite weight ≥ 0, got +Inf"},
+		{func(c *RewardConfig) { c.Env = EnvWeights{} }, "env weights are all zero"},
+		{func(c *RewardConfig) { c.EvalClip = 0 }, "eval_clip must be a finite number of pawns > 0, got 0"},
+		{func(c *RewardConfig) { c.Shaping = "cubic" }, `shaping must be "linear", "centered" or "strict", got "cubic"`},
+		{func(c *RewardConfig) { c.RankCredit = []float64{2} }, "rank_credit[0] must be in [0, 1], got 2"},
+		{func(c *RewardConfig) { c.MalformedFloor = math.NaN() }, "malformed must be in [-10, 10], got NaN"},
+		{func(c *RewardConfig) { c.Depth = -1 }, "depth must be in [0, 100] (0: the pool's), got -1"},
 	}
 	for _, tc := range bad {
 		cfg := DefaultRewardConfig()

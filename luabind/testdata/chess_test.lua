@@ -43,6 +43,8 @@ function T.test_rules_and_scoring_without_engine()
   local bad = rook.chess.score(prompt, "garbage")
   check.eq(bad.malformed, true)
   check.near(bad.total, -0.3, 1e-12, "malformed floor")
+  check.errors(function() rook.chess.score(prompt, r.completion, { malformed = 0/0 }) end,
+    "rook.chess.score: malformed must be in [-10, 10], got NaN")
 end
 
 function T.test_reward_chess_on_a_rollout()
