@@ -47,6 +47,7 @@ func hfShape(t Tensor) []int {
 }
 
 // LoadHF loads a Hugging Face GPT-2 directory (config.json + model.safetensors, F32/F16/BF16).
+// A tensor holding NaN or ±Inf is an error naming it.
 func LoadHF(dir string) (Config, []float32, error) {
 	cfg, err := readHFConfig(filepath.Join(dir, "config.json"))
 	if err != nil {
@@ -104,17 +105,19 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 			return nil, fmt.Errorf("%s: tensor %q has shape %v, want %v", st.Path, key, t.Shape, want)
 		}
 		dst := params[lt.Off : lt.Off+lt.Size]
-		if !hfIsConv1D(name) {
-			if err := t.DecodeFloat32(dst); err != nil {
-				return nil, err
-			}
-			continue
+		vals := dst
+		if hfIsConv1D(name) {
+			vals = make([]float32, lt.Size)
 		}
-		tmp := make([]float32, lt.Size)
-		if err := t.DecodeFloat32(tmp); err != nil {
+		if err := t.DecodeFloat32(vals); err != nil {
 			return nil, err
 		}
-		hfTranspose(dst, tmp, want[0], want[1])
+		if err := checkFinite(key, vals); err != nil {
+			return nil, fmt.Errorf("%s: %w", st.Path, err)
+		}
+		if hfIsConv1D(name) {
+			hfTranspose(dst, vals, want[0], want[1])
+		}
 	}
 	var missing []string
 	for _, lt := range l.Tensors {

@@ -29,7 +29,8 @@ const (
 )
 
 // LoadLLMC reads an llm.c checkpoint (version 3, fp32, or 5, bf16). The padded vocabulary
-// rows of wte are dropped. llm.c hard-codes LayerNorm epsilon 1e-5.
+// rows of wte are dropped. llm.c hard-codes LayerNorm epsilon 1e-5. A tensor holding NaN or
+// ±Inf is an error naming it.
 func LoadLLMC(path string) (Config, []float32, error) {
 	fail := func(format string, a ...any) (Config, []float32, error) {
 		return Config{}, nil, fmt.Errorf("llm.c checkpoint %s: %s", path, fmt.Sprintf(format, a...))
@@ -113,6 +114,11 @@ func LoadLLMC(path string) (Config, []float32, error) {
 	}
 	if err := read(params[wte.Size:]); err != nil {
 		return fail("reading parameters: %v", err)
+	}
+	for _, t := range l.Tensors {
+		if err := checkFinite(t.Name, params[t.Off:t.Off+t.Size]); err != nil {
+			return fail("%v", err)
+		}
 	}
 	return cfg, params, nil
 }

@@ -100,6 +100,18 @@ func Load(source string) (Config, []float32, Source, error) {
 	return Config{}, nil, Source{}, fmt.Errorf("%s: not a model: want a Hugging Face GPT-2 directory, an llm.c checkpoint or random:<name>", source)
 }
 
+// checkFinite refuses a tensor holding NaN or ±Inf, naming it and the first bad element in
+// the file's order. A model with such weights turns every logit, loss and reward to NaN; it
+// is refused at load rather than discovered steps later.
+func checkFinite(name string, v []float32) error {
+	for i, x := range v {
+		if x-x != 0 { // NaN or ±Inf
+			return fmt.Errorf("tensor %q holds %v at element %d: non-finite weights are refused", name, x, i)
+		}
+	}
+	return nil
+}
+
 // loadRandom parses "<name>[@seed=<n>]" and initialises that architecture.
 func loadRandom(spec string) (Config, []float32, Source, error) {
 	name, opt, hasOpt := strings.Cut(spec, "@")

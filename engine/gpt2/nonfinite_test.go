@@ -1,0 +1,89 @@
+package gpt2
+
+import (
+	"encoding/binary"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/safetensors"
+)
+
+// Weights holding NaN or ±Inf are refused at load, naming the tensor and the first bad
+// element in the file's order, whatever the format and dtype.
+func TestLoadRefusesNonFiniteWeights(t *testing.T) {
+	cfg, params := ioTestConfig, ioTestParams(ioTestConfig)
+	l := NewLayout(cfg)
+
+	// hf writes the HF directory with one tensor replaced: its element i set to the raw bits
+	// of dtype (F32 bits, or F16/BF16 bits in a tensor of that dtype, the rest zero).
+	hf := func(name, dtype string, i int, bits uint32) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			ts := hfTensors(cfg, params)
+			k := slices.IndexFunc(ts, func(x safetensors.Tensor) bool { return x.Name == name })
+			if k < 0 {
+				t.Fatalf("no tensor %q", name)
+			}
+			x := ts[k]
+			switch dtype {
+			case "F32":
+				x.Data = slices.Clone(x.Data)
+				binary.LittleEndian.PutUint32(x.Data[4*i:], bits)
+			default:
+				x = safetensors.Tensor{Name: name, DType: dtype, Shape: x.Shape, Data: make([]byte, 2*x.NumElements())}
+				binary.LittleEndian.PutUint16(x.Data[2*i:], uint16(bits))
+			}
+			ts[k] = x
+			return hfTestDir(t, hfTestConfig(t, cfg), ts)
+		}
+	}
+	// llmc writes an llm.c checkpoint with layout tensor name's element i set to v.
+	llmc := func(name string, i int, v float32) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			lt, ok := l.Lookup(name)
+			if !ok {
+				t.Fatalf("no tensor %q", name)
+			}
+			p := slices.Clone(params)
+			p[lt.Off+i] = v
+			path := filepath.Join(t.TempDir(), "model.bin")
+			if err := SaveLLMC(path, cfg, p); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		name  string
+		write func(t *testing.T) string
+		want  string
+	}{
+		{"hf F32 NaN in a Conv1D weight (file order)", hf("transformer.h.1.mlp.c_fc.weight", "F32", 5, math.Float32bits(nan)),
+			`tensor "transformer.h.1.mlp.c_fc.weight" holds NaN at element 5`},
+		{"hf F32 -Inf in a bias", hf("transformer.ln_f.bias", "F32", 2, math.Float32bits(float32(math.Inf(-1)))),
+			`tensor "transformer.ln_f.bias" holds -Inf at element 2`},
+		{"hf BF16 +Inf in wte", hf("transformer.wte.weight", "BF16", 0, 0x7f80),
+			`tensor "transformer.wte.weight" holds +Inf at element 0`},
+		{"hf F16 NaN", hf("transformer.h.0.attn.c_attn.bias", "F16", 1, 0x7e00),
+			`tensor "transformer.h.0.attn.c_attn.bias" holds NaN at element 1`},
+		{"llm.c +Inf", llmc("h.0.attn.c_proj.weight", 3, float32(math.Inf(1))),
+			`tensor "h.0.attn.c_proj.weight" holds +Inf at element 3`},
+		{"llm.c NaN in wpe", llmc("wpe.weight", 0, nan), `tensor "wpe.weight" holds NaN at element 0`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.write(t)
+			_, _, _, err := Load(path)
+			if err == nil {
+				t.Fatal("non-finite weights loaded")
+			}
+			for _, w := range []string{c.want, "non-finite weights are refused", path} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
