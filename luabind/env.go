@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -21,8 +20,9 @@ import (
 type Options struct {
 	// Args are the command line's key=value config overrides, applied by rook.config.
 	Args []string
-	// Recipe is the path of the recipe being run ("" in the REPL): its directory joins the
-	// module search path, and a TOML file beside it (same name, .toml) supplies config values.
+	// Recipe is the path of the recipe being run ("" in the REPL): modules are looked up in
+	// the scripts/ directory beside it, and a TOML file beside it (same name, .toml) supplies
+	// config values.
 	Recipe string
 	Stdout io.Writer // prints and logs; os.Stdout if nil
 	Quiet  bool      // rook.log and progress lines are suppressed
@@ -147,7 +147,7 @@ func (e *RecipeError) Error() string {
 func (e *Env) run(ctx context.Context, src, name string) error {
 	fn, err := e.L.Load(strings.NewReader(src), name)
 	if err != nil {
-		return &RecipeError{Message: err.Error()}
+		return &RecipeError{Message: syntaxMessage(src, name, err)}
 	}
 	e.L.SetContext(ctx)
 	defer e.L.SetContext(context.Background())
@@ -196,23 +196,4 @@ func (e *Env) say(line string) {
 		return
 	}
 	fmt.Fprintln(e.out, line)
-}
-
-// installSearchers puts the recipe's directory and the embedded scripts/ modules on the
-// module search path (in that order, after package.preload).
-func (e *Env) installSearchers() {
-	L := e.L
-	pkg := L.GetGlobal("package").(*lua.LTable)
-	var dirs []string
-	if e.opts.Recipe != "" {
-		dirs = append(dirs, filepath.Dir(e.opts.Recipe))
-	}
-	dirs = append(dirs, ".")
-	var paths []string
-	for _, d := range dirs {
-		paths = append(paths, filepath.Join(d, "?.lua"), filepath.Join(d, "scripts", "?.lua"))
-	}
-	pkg.RawSetString("path", lua.LString(strings.Join(paths, ";")))
-	loaders := pkg.RawGetString("loaders").(*lua.LTable)
-	loaders.Append(L.NewFunction(embeddedLoader))
 }

@@ -62,7 +62,7 @@ func (e *Env) runReturning(caller *lua.LState, path string) (any, error) {
 	}
 	fn, err := e.L.Load(strings.NewReader(string(src)), path)
 	if err != nil {
-		return nil, err
+		return nil, &RecipeError{Message: syntaxMessage(string(src), path, err)}
 	}
 	e.L.SetContext(caller.Context())
 	e.L.Push(fn)

@@ -139,7 +139,7 @@ func embeddedLoader(L *lua.LState) int {
 	}
 	fn, err := L.Load(strings.NewReader(string(src)), "@scripts/"+name+".lua")
 	if err != nil {
-		L.RaiseError("%s", err.Error())
+		L.RaiseError("%s", syntaxMessage(string(src), "scripts/"+name+".lua", err))
 	}
 	L.Push(fn)
 	return 1

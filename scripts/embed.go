@@ -1,6 +1,6 @@
 // Package scripts embeds the Lua modules recipes require (schedules, curriculum, recovery,
-// evalkit), so every rookscript binary carries them. A scripts/ directory beside a recipe or
-// in the working directory takes precedence, for local edits.
+// evalkit, ...), so every rookscript binary carries them. A scripts/ directory beside a recipe
+// takes precedence, for local edits (luabind logs each override); nothing else does.
 package scripts
 
 import "embed"

@@ -22,12 +22,16 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-const plotUsage = `Usage: rookscript plot RUN_DIR [RUN_DIR ...] [-o OUT.png]
+const plotUsage = `Usage: rookscript plot RUN_DIR [RUN_DIR ...] [-o OUT.png] [-f]
 
 Writes one PNG of the runs' metrics.jsonl over steps: reward (mean ± std), KL, ratio mean,
 clip fraction, gradient norm and the eval/* metrics. Several runs overlay, one colour each,
-named by their directory's base name. Default output: RUN_DIR/metrics.png for one run,
-compare.png in the current directory for several.
+named by their directory's base name. Reading a run needs no lock: a running run can be
+plotted.
+
+Output: RUN_DIR/metrics.png for one run (the run's own figure, redrawn each time);
+compare.png beside the first run directory for several; or -o OUT.png. An existing file
+other than a run's own metrics.png is not replaced unless -f is given.
 `
 
 // Figure geometry: a legend strip naming the runs above a 3×2 grid of panels.
@@ -63,7 +67,7 @@ type plotRun struct {
 
 // runPlot implements `rookscript plot`; exit codes follow run's: 0 ok, 1 error, 2 usage.
 func runPlot(args []string, stdout, stderr io.Writer) int {
-	dirs, out, help, err := parsePlotArgs(args)
+	dirs, out, force, help, err := parsePlotArgs(args)
 	if help {
 		fmt.Fprint(stdout, plotUsage)
 		return 0
@@ -72,11 +76,16 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rookscript plot: %v\n\n%s", err, plotUsage)
 		return 2
 	}
+	own := out == "" && len(dirs) == 1 // the run's own metrics.png, replaced without -f
 	if out == "" {
-		out = "compare.png"
-		if len(dirs) == 1 {
+		out = filepath.Join(filepath.Dir(filepath.Clean(dirs[0])), "compare.png")
+		if own {
 			out = filepath.Join(dirs[0], "metrics.png")
 		}
+	}
+	if _, err := os.Stat(out); err == nil && !own && !force {
+		fmt.Fprintf(stderr, "rookscript plot: %s already exists; pass -f to replace it, or -o to write elsewhere\n", out)
+		return 2
 	}
 	// A directory that is missing or holds no metrics.jsonl is a wrong argument (2); a log
 	// that exists but cannot be read or parsed is bad data (1).
@@ -110,15 +119,17 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func parsePlotArgs(args []string) (dirs []string, out string, help bool, err error) {
+func parsePlotArgs(args []string) (dirs []string, out string, force, help bool, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-h" || a == "--help" || a == "-help":
-			return nil, "", true, nil
+			return nil, "", false, true, nil
+		case a == "-f" || a == "--force":
+			force = true
 		case a == "-o" || a == "--output":
 			if i+1 >= len(args) {
-				return nil, "", false, fmt.Errorf("%s needs a file name", a)
+				return nil, "", false, false, fmt.Errorf("%s needs a file name", a)
 			}
 			i++
 			out = args[i]
@@ -128,18 +139,18 @@ func parsePlotArgs(args []string) (dirs []string, out string, help bool, err err
 			dirs = append(dirs, args[i+1:]...)
 			i = len(args)
 		case strings.HasPrefix(a, "-") && a != "-":
-			return nil, "", false, fmt.Errorf("unknown flag %s", a)
+			return nil, "", false, false, fmt.Errorf("unknown flag %s", a)
 		default:
 			dirs = append(dirs, a)
 		}
 	}
 	if len(dirs) == 0 {
-		return nil, "", false, errors.New("no run directory given")
+		return nil, "", false, false, errors.New("no run directory given")
 	}
 	if out != "" && !strings.EqualFold(filepath.Ext(out), ".png") {
-		return nil, "", false, fmt.Errorf("output %q: only PNG is written (want a .png name)", out)
+		return nil, "", false, false, fmt.Errorf("output %q: only PNG is written (want a .png name)", out)
 	}
-	return dirs, out, false, nil
+	return dirs, out, force, false, nil
 }
 
 // runNames labels runs by base name, adding the parent where two runs share one (a/seed1

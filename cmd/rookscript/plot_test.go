@@ -90,6 +90,7 @@ func TestPlot(t *testing.T) {
 		runs     int
 		stderr   []string // substrings stderr must hold
 		noStderr bool
+		kept     map[string]string // files (relative to root) that must keep their content
 	}{
 		{
 			name: "one run",
@@ -108,14 +109,54 @@ func TestPlot(t *testing.T) {
 			out: "ab.png", runs: 2, noStderr: true,
 		},
 		{
-			name: "two runs, default compare.png in the working directory",
+			name: "two runs, default compare.png beside the first run",
 			setup: func(t *testing.T, root string) []string {
 				t.Chdir(root)
 				writeRun(t, "x/seed1", metricsLines(20, false, 1), "")
 				writeRun(t, "y/seed1", metricsLines(20, true, 1.5), "")
 				return []string{"x/seed1", "y/seed1"}
 			},
+			out: "x/compare.png", runs: 2, noStderr: true,
+		},
+		{
+			name: "an existing compare.png is not replaced without -f",
+			setup: func(t *testing.T, root string) []string {
+				a := writeRun(t, filepath.Join(root, "a"), metricsLines(20, false, 1), "")
+				b := writeRun(t, filepath.Join(root, "b"), metricsLines(20, true, 1.5), "")
+				mustWrite(t, filepath.Join(root, "compare.png"), "someone's figure")
+				return []string{a, b}
+			},
+			code: 2, stderr: []string{"compare.png already exists; pass -f"},
+			kept: map[string]string{"compare.png": "someone's figure"},
+		},
+		{
+			name: "an existing -o file is not replaced without -f",
+			setup: func(t *testing.T, root string) []string {
+				a := writeRun(t, filepath.Join(root, "a"), metricsLines(20, false, 1), "")
+				mustWrite(t, filepath.Join(root, "fig.png"), "keep me")
+				return []string{a, "-o", filepath.Join(root, "fig.png")}
+			},
+			code: 2, stderr: []string{"fig.png already exists"},
+			kept: map[string]string{"fig.png": "keep me"},
+		},
+		{
+			name: "-f replaces an existing file",
+			setup: func(t *testing.T, root string) []string {
+				a := writeRun(t, filepath.Join(root, "a"), metricsLines(20, false, 1), "")
+				b := writeRun(t, filepath.Join(root, "b"), metricsLines(20, true, 1.5), "")
+				mustWrite(t, filepath.Join(root, "compare.png"), "old")
+				return []string{"-f", a, b}
+			},
 			out: "compare.png", runs: 2, noStderr: true,
+		},
+		{
+			name: "a run's own metrics.png is redrawn",
+			setup: func(t *testing.T, root string) []string {
+				a := writeRun(t, filepath.Join(root, "a"), metricsLines(20, false, 1), "")
+				mustWrite(t, filepath.Join(root, "a", "metrics.png"), "old")
+				return []string{a}
+			},
+			out: "a/metrics.png", runs: 1, noStderr: true,
 		},
 		{
 			name: "torn last line is skipped with a warning",
@@ -188,6 +229,11 @@ func TestPlot(t *testing.T) {
 			for _, s := range tc.stderr {
 				if !strings.Contains(stderr.String(), s) {
 					t.Errorf("stderr does not mention %q:\n%s", s, stderr.String())
+				}
+			}
+			for name, want := range tc.kept {
+				if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != want {
+					t.Errorf("%s was replaced (%q, %v)", name, b, err)
 				}
 			}
 			if tc.noStderr && stderr.Len() > 0 {
@@ -268,5 +314,12 @@ func TestReadMetricsFile(t *testing.T) {
 	}
 	if got := fmt.Sprint(s["kl"], s["grad_norm"]); got != "[{1 0.1} {2 0.25}] [{2 1.5}]" {
 		t.Fatalf("kl, grad_norm = %s", got)
+	}
+}
+
+func mustWrite(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
