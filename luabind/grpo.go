@@ -2,6 +2,7 @@ package luabind
 
 import (
 	"errors"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -81,7 +82,7 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 	}
 	tr.Warn = func(msg string) {
 		if !e.opts.Quiet {
-			e.say("warning: rook.grpo.step: " + msg)
+			e.say("warning: rook.grpo.step: " + strings.TrimPrefix(msg, "grpo: "))
 		}
 	}
 	tr.Hooks.AfterBackward = nil
