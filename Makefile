@@ -99,6 +99,7 @@ bench: setup-bench build
 
 fixtures: setup-bench
 	$(PYTHON) engine/gpt2/testdata/gen_fixtures.py
+	$(PYTHON) engine/grpo/testdata/gen_trl_fixture.py
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

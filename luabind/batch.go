@@ -34,7 +34,8 @@ var batchMethods = map[string]lua.LGFunction{
 	"stats":       batchStats,
 }
 
-// Fields: batch.group, batch.size (completions), batch.scored; batch[i] is completion i.
+// Fields: batch.group, batch.size (completions), batch.scored, and how it was sampled:
+// batch.temperature, batch.top_k, batch.top_p, batch.greedy; batch[i] is completion i.
 func batchIndex(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	if i, ok := L.Get(2).(lua.LNumber); ok {
@@ -48,6 +49,14 @@ func batchIndex(L *lua.LState) int {
 		L.Push(lua.LNumber(len(b.b.Completions)))
 	case "scored":
 		L.Push(lua.LBool(b.b.Rewards != nil))
+	case "temperature":
+		L.Push(lua.LNumber(b.b.Temperature))
+	case "top_k":
+		L.Push(lua.LNumber(b.b.Shaping.TopK))
+	case "top_p":
+		L.Push(lua.LNumber(b.b.Shaping.TopP))
+	case "greedy":
+		L.Push(lua.LBool(b.b.Shaping.Greedy))
 	default:
 		L.Push(lua.LNil)
 	}

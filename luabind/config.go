@@ -2,6 +2,7 @@ package luabind
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -41,12 +42,16 @@ func parseOverrides(args []string) ([]override, error) {
 	return out, nil
 }
 
-// rook.config(defaults) → the resolved config: defaults, then a TOML file (config=path, or
-// the recipe's name with .toml beside it), then command-line overrides. A key that is not
-// in the defaults, or a value of another type than its default, is an error naming the key
-// and where it came from.
+// rook.config(defaults [, rules]) → the resolved config: defaults, then a TOML file
+// (config=path, or the recipe's name with .toml beside it), then command-line overrides. A
+// key that is not in the defaults, or a value of another type than its default, is an error
+// naming the key and where it came from; an engine setting may be given under any of its
+// names (kl_coef for beta). rules declare what each value must be (see checkRules), checked
+// on the resolved values before the recipe does anything else. Every error here is a
+// ConfigError: it names its key, without a Lua traceback.
 func (e *Env) luaConfig(L *lua.LState) int {
 	defaults := L.CheckTable(1)
+	rules := L.OptTable(2, nil)
 	g, err := toGo(defaults)
 	if err != nil {
 		L.ArgError(1, "config defaults: "+err.Error())
@@ -55,14 +60,44 @@ func (e *Env) luaConfig(L *lua.LState) int {
 	if !ok {
 		L.ArgError(1, "config defaults must be a table of named values")
 	}
+	if err := finiteValues(cfg, ""); err != nil {
+		raiseConfig(L, "config defaults: %s", err.Error())
+	}
 	if err := e.resolveConfig(cfg); err != nil {
-		L.RaiseError("%s", err.Error())
+		raiseConfig(L, "%s", err.Error())
+	}
+	if err := checkRules(L, cfg, rules); err != nil {
+		raiseConfig(L, "%s", err.Error())
 	}
 	e.mu.Lock()
 	e.config = cfg
 	e.mu.Unlock()
 	L.Push(fromGo(L, cfg))
 	return 1
+}
+
+// finiteValues reports a NaN or infinite number anywhere in m: no setting takes one, and a
+// run's config.json could not record it.
+func finiteValues(m map[string]any, prefix string) error {
+	for k, v := range m {
+		switch x := v.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("key %q: want a finite number, got %g", prefix+k, x)
+			}
+		case map[string]any:
+			if err := finiteValues(x, prefix+k+"."); err != nil {
+				return err
+			}
+		case []any:
+			for i, e := range x {
+				if f, ok := e.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+					return fmt.Errorf("key %q element %d: want a finite number, got %g", prefix+k, i+1, f)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (e *Env) resolveConfig(cfg map[string]any) error {
@@ -92,14 +127,20 @@ func (e *Env) resolveConfig(cfg map[string]any) error {
 		cfg["config"] = tomlPath
 	}
 	open := openTables(cfg, "", map[string]bool{})
+	set := map[string]string{} // key set → the override that set it
 	for _, o := range e.args {
 		if _, reserved := reservedKeys[o.key]; reserved {
 			cfg[o.key] = o.raw
 			continue
 		}
-		if err := applyOverride(cfg, o, open); err != nil {
+		key, err := applyOverride(cfg, o, open)
+		if err != nil {
 			return err
 		}
+		if prev, twice := set[key]; twice {
+			return fmt.Errorf("override %s=%s: %s already set %q (the same setting)", o.key, o.raw, prev, key)
+		}
+		set[key] = o.key
 	}
 	return nil
 }
@@ -128,7 +169,16 @@ func mergeTOML(cfg, file map[string]any, src, prefix string) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		name := prefix + k
+		v := normalizeTOML(file[k])
 		old, ok := cfg[k]
+		if !ok {
+			if declared, same := sameSetting(k, cfg); same {
+				if _, both := file[declared]; both {
+					return fmt.Errorf("config file %s: %q and %q name the same setting", src, k, declared)
+				}
+				k, name, old, ok = declared, prefix+declared, cfg[declared], true
+			}
+		}
 		if !ok {
 			if _, reserved := reservedKeys[k]; reserved && prefix == "" {
 				cfg[k] = fmt.Sprint(file[k])
@@ -136,7 +186,9 @@ func mergeTOML(cfg, file map[string]any, src, prefix string) error {
 			}
 			return fmt.Errorf("config file %s: unknown key %q%s", src, name, suggest(k, cfg))
 		}
-		v := normalizeTOML(file[k])
+		if f, isNum := v.(float64); isNum && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return fmt.Errorf("config file %s: key %q: want a finite number, got %g", src, name, f)
+		}
 		if sub, isMap := old.(map[string]any); isMap && len(sub) == 0 {
 			fm, ok := v.(map[string]any)
 			if !ok {
@@ -191,19 +243,26 @@ func normalizeTOML(v any) any {
 }
 
 // applyOverride sets a dotted key from its command-line text, parsed as its default's type
-// (in an open table: as TOML if it is a TOML value, else as a string).
-func applyOverride(cfg map[string]any, o override, open map[string]bool) error {
+// (in an open table: as TOML if it is a TOML value, else as a string), and returns the key it
+// set: the declared name when the override uses another name of the same engine setting.
+func applyOverride(cfg map[string]any, o override, open map[string]bool) (string, error) {
 	path := strings.Split(o.key, ".")
 	m := cfg
 	for i, p := range path[:len(path)-1] {
 		sub, ok := m[p].(map[string]any)
 		if !ok {
-			return fmt.Errorf("override %s=%s: %q is not a table in the recipe's config%s", o.key, o.raw, strings.Join(path[:i+1], "."), suggest(p, m))
+			return "", fmt.Errorf("override %s=%s: %q is not a table in the recipe's config%s", o.key, o.raw, strings.Join(path[:i+1], "."), suggest(p, m))
 		}
 		m = sub
 	}
 	last := path[len(path)-1]
 	old, ok := m[last]
+	if !ok {
+		if declared, same := sameSetting(last, m); same {
+			last, old, ok = declared, m[declared], true
+		}
+	}
+	key := strings.Join(append(path[:len(path)-1:len(path)-1], last), ".")
 	if !ok && len(path) > 1 && open[strings.Join(path[:len(path)-1], ".")] {
 		var doc map[string]any
 		if _, err := toml.Decode("v = "+o.raw, &doc); err == nil {
@@ -211,17 +270,17 @@ func applyOverride(cfg map[string]any, o override, open map[string]bool) error {
 		} else {
 			m[last] = o.raw
 		}
-		return nil
+		return key, nil
 	}
 	if !ok {
-		return fmt.Errorf("override %s=%s: unknown key %q%s", o.key, o.raw, o.key, suggest(last, m))
+		return "", fmt.Errorf("override %s=%s: unknown key %q%s", o.key, o.raw, o.key, suggest(last, m))
 	}
 	v, err := parseAs(old, o.raw)
 	if err != nil {
-		return fmt.Errorf("override %s=%s: %w", o.key, o.raw, err)
+		return "", fmt.Errorf("override %s=%s: %w", o.key, o.raw, err)
 	}
 	m[last] = v
-	return nil
+	return key, nil
 }
 
 // parseAs parses text as a value of the same type as like.
@@ -231,6 +290,9 @@ func parseAs(like any, text string) (any, error) {
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil {
 			return nil, fmt.Errorf("want a number, got %q", text)
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("want a finite number, got %q", text)
 		}
 		return f, nil
 	case bool:
@@ -286,18 +348,15 @@ func typeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// suggest proposes the closest known key to a misspelt one.
+// suggest proposes the closest known key to a misspelt one: a key of m, or another name of
+// an engine setting m declares.
 func suggest(key string, m map[string]any) string {
-	best, bestD := "", 3
+	known := make([]string, 0, len(m))
 	for k := range m {
-		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
-			best, bestD = k, d
-		}
+		known = append(known, k)
+		known = append(known, otherNames(k)...)
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return didYouMean(key, known)
 }
 
 func editDistance(a, b string) int { return editdist.Levenshtein(a, b) }

@@ -73,3 +73,87 @@ func TestOverrideSyntax(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigAliasesAndRules: an engine setting may be given under any of its names (on the
+// command line, in TOML, at any table depth) but only once; no source may give a
+// non-finite number; the recipe's declared rules are checked on the resolved values; every
+// such error names its key and has no Lua traceback.
+func TestConfigAliasesAndRules(t *testing.T) {
+	dir := t.TempDir()
+	recipe := filepath.Join(dir, "train.lua")
+	os.WriteFile(recipe, []byte(`
+		local rook = require("rook")
+		local cfg = rook.config({ beta = 0.02, epsilon = 0.2, steps = 10, grid = { loss_type = { "grpo" } },
+		                          frac = 0.5, mode = "a", even = 2 },
+		                        { steps = "integer >= 1", frac = "[0, 1]", mode = "one of a, b",
+		                          even = function(v) return v % 2 == 0, "must be even" end })
+		print(cfg.beta, cfg.epsilon, cfg.steps, cfg.grid.loss_type[2] or "-", cfg.kl_coef)
+	`), 0o644)
+	cases := []struct {
+		name, toml string
+		args       []string
+		want       string
+	}{
+		{"defaults", "", nil, "0.02\t0.2\t10\t-\tnil"},
+		{"alias override", "", []string{"kl_coef=0.05", "clip=0.1"}, "0.05\t0.1\t10\t-\tnil"},
+		{"alias in toml", "kl_coef = 0.07\n", nil, "0.07\t0.2\t10\t-\tnil"},
+		{"alias in a table", "", []string{`grid.aggregation=["grpo", "dapo"]`}, "0.02\t0.2\t10\tdapo\tnil"},
+		{"two names on the command line", "", []string{"beta=0.1", "kl_coef=0.2"}, `override kl_coef=0.2: beta already set "beta" (the same setting)`},
+		{"two names in toml", "beta = 0.1\nkl_coef = 0.2\n", nil, `"kl_coef" and "beta" name the same setting`},
+		{"nan override", "", []string{"kl_coef=nan"}, `override kl_coef=nan: want a finite number, got "nan"`},
+		{"inf in toml", "beta = inf\n", nil, `key "beta": want a finite number, got +Inf`},
+		{"misspelt alias", "", []string{"klcoef=1"}, `unknown key "klcoef" (did you mean "kl_coef"?)`},
+		{"rule: integer", "", []string{"steps=0"}, "config: steps must be an integer ≥ 1, got 0"},
+		{"rule: interval", "", []string{"frac=1.5"}, "config: frac must be a finite number in [0, 1], got 1.5"},
+		{"rule: one of", "", []string{"mode=c"}, `config: mode must be one of a, b, got "c"`},
+		{"rule: function", "", []string{"even=3"}, "config: even = 3: must be even"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			toml := filepath.Join(dir, "train.toml")
+			os.Remove(toml)
+			if c.toml != "" {
+				os.WriteFile(toml, []byte(c.toml), 0o644)
+			}
+			var out strings.Builder
+			e, err := New(Options{Args: c.args, Recipe: recipe, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			err = e.RunFile(context.Background(), recipe)
+			got := strings.TrimSpace(out.String())
+			if err != nil {
+				got = err.Error()
+				if strings.Contains(got, "traceback") {
+					t.Errorf("config error with a traceback: %s", got)
+				}
+			}
+			if !strings.Contains(got, c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestConfigRuleSyntax(t *testing.T) {
+	for _, c := range []struct {
+		rules, want string
+	}{
+		{`{ nope = "integer" }`, `config rules: "nope" is not a key of the config`},
+		{`{ n = "between 1 and 2" }`, `config rules: n: rule "between 1 and 2" is not one of`},
+		{`{ n = "[2, 1]" }`, `want an interval [lo, hi]`},
+		{`{ n = ">= x" }`, `"x" is not a number`},
+		{`{ n = 5 }`, `a rule is a string or a function, got a number`},
+	} {
+		e, err := New(Options{Quiet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.DoString(context.Background(), `require("rook").config({ n = 1 }, `+c.rules+`)`, "r.lua")
+		e.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.rules, err, c.want)
+		}
+	}
+}

@@ -171,6 +171,9 @@ func (e *Env) pcall(nargs, nret int) error {
 		if ud, ok := apiErr.Object.(*lua.LUserData); ok {
 			if err, ok := ud.Value.(error); ok {
 				msg = err.Error()
+				if _, isConfig := err.(*ConfigError); isConfig {
+					return &RecipeError{Message: msg} // it names its key: no traceback
+				}
 			}
 		}
 		return &RecipeError{Message: msg, Traceback: apiErr.StackTrace}

@@ -39,6 +39,29 @@ func Example_configUnknownKey() {
 	// Output: example.lua:3: override kl_coeff=0.1: unknown key "kl_coeff" (did you mean "kl_coef"?)
 }
 
+// An engine setting can be given under any of its names: beta is TRL's name for the KL
+// coefficient, kl_coef the name this project used before.
+func Example_configAlias() {
+	run([]string{"kl_coef=0.01", "clip_low=0.1"}, `
+		local rook = require("rook")
+		local cfg = rook.config{ beta = 0.005, epsilon = 0.2 }
+		print(cfg.beta, cfg.epsilon, cfg.kl_coef)
+	`)
+	// Output: 0.01	0.1	nil
+}
+
+// A recipe declares what its own values must be; a value that breaks its rule stops the
+// recipe at rook.config, before anything else runs, naming the key (and no traceback).
+func Example_configRules() {
+	run([]string{"group=1"}, `
+		local rook = require("rook")
+		local cfg = rook.config({ prompts = 8, group = 8, env_fraction = 0.5 },
+		                        { prompts = "integer >= 1", group = "integer >= 2", env_fraction = "[0, 1]" })
+		print("not reached")
+	`)
+	// Output: example.lua:3: config: group must be an integer ≥ 2, got 1
+}
+
 // Values must have their default's type.
 func Example_configWrongType() {
 	run([]string{"steps=many"}, `require("rook").config{ steps = 200 }`)

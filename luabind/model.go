@@ -22,7 +22,7 @@ type model struct {
 	syncs    []syncRecord
 	sampler  *rollout.Sampler
 	trainer  *trainerState
-	faultNaN bool // inject a NaN gradient into the next GRPO step (fault drills, tests)
+	faultNaN bool // inject a NaN gradient into the next GRPO step (rook.debug.inject_nan)
 	device   string
 	draws    uint64 // sampling calls without an explicit seed, to vary their default seed
 }
@@ -88,10 +88,6 @@ var modelMethods = map[string]lua.LGFunction{
 	"logprobs":  modelLogprobs,
 	"info":      modelInfo,
 	"hash":      modelHash,
-	"inject_nan": func(L *lua.LState) int {
-		checkModel(L, 1).faultNaN = true
-		return 0
-	},
 }
 
 // Fields: model.random (bool), model.source (string), model.frozen (bool).
@@ -210,24 +206,19 @@ func tokenizerOrRaise(L *lua.LState) *tokenizer.Tokenizer {
 	return t
 }
 
-// sampling reads the sampling options shared by generate and rollout. Without a seed, calls
-// on a model draw seeds 1, 2, 3, ...; a resumable recipe passes its own (e.g. from the step).
-func (m *model) sampling(L *lua.LState, o *opts, defGroup int) rollout.Config {
+// sampling reads the sampling options shared by generate and rollout: rollout.Config's
+// settings under their canonical names, over group defGroup, max_new_tokens 128 and
+// temperature 1. Without a seed, calls on a model draw seeds 1, 2, 3, ...; a resumable recipe
+// passes its own (e.g. from the step). extra are the caller's own keys.
+func (m *model) sampling(L *lua.LState, t *lua.LTable, what string, defGroup int, extra ...string) rollout.Config {
 	m.draws++
-	cfg := rollout.Config{
-		Group:        o.int("group", defGroup),
-		MaxNewTokens: o.int("max_new_tokens", 128),
-		Temperature:  float32(o.num("temperature", 1)),
-		Seed:         uint64(o.int("seed", int(m.draws))),
+	cfg := rollout.Config{Group: defGroup, MaxNewTokens: 128, Temperature: 1, Seed: m.draws}
+	err := decodeOptions(t, &cfg, extra...)
+	if err == nil {
+		err = cfg.Validate()
 	}
-	cfg.TopK = o.int("top_k", 0)
-	cfg.TopP = o.num("top_p", 0)
-	cfg.Greedy = o.boolean("greedy", false)
-	if cfg.Greedy && cfg.Temperature <= 0 {
-		cfg.Temperature = 1
-	}
-	if err := cfg.Validate(); err != nil {
-		L.RaiseError("%s: %s", o.what, strings.TrimPrefix(err.Error(), "rollout: "))
+	if err != nil {
+		L.RaiseError("%s: %s", what, strings.TrimPrefix(err.Error(), "rollout: "))
 	}
 	return cfg
 }
@@ -258,10 +249,24 @@ func modelGenerate(L *lua.LState) int {
 	m := checkModel(L, 1)
 	single := L.Get(2).Type() == lua.LTString
 	prompts := promptsArg(L, 2)
-	o := optsArg(L, 3, "model:generate")
-	n := o.int("n", 1)
-	cfg := m.sampling(L, o, n)
-	o.done()
+	t := L.OptTable(3, nil)
+	n := 1
+	if t != nil {
+		switch v := t.RawGetString("n").(type) {
+		case *lua.LNilType:
+		case lua.LNumber:
+			n = int(v)
+			if float64(n) != float64(v) {
+				L.RaiseError("model:generate: option \"n\" must be an integer, got %g", float64(v))
+			}
+		default:
+			L.RaiseError("model:generate: option \"n\" must be a number, got a %s", v.Type())
+		}
+		if t.RawGetString("group") != lua.LNil {
+			L.RaiseError("model:generate: the number of samples per prompt is n, not group")
+		}
+	}
+	cfg := m.sampling(L, t, "model:generate", n, "n")
 	b := m.generate(L, prompts, cfg)
 	out := L.CreateTable(len(prompts), 0)
 	for i := range prompts {
@@ -287,9 +292,7 @@ func modelGenerate(L *lua.LState) int {
 func modelRollout(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
-	o := optsArg(L, 3, "model:rollout")
-	cfg := m.sampling(L, o, 8)
-	o.done()
+	cfg := m.sampling(L, L.OptTable(3, nil), "model:rollout", 8)
 	b := m.generate(L, prompts, cfg)
 	L.Push(newUserData(L, batchType, &batch{b: b, prompts: prompts}))
 	return 1

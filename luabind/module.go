@@ -27,11 +27,15 @@ func (e *Env) loader(L *lua.LState) int {
 		"cache_dir": luaCacheDir,
 		"exists":    luaExists,
 		"progress":  e.luaProgress,
+		"check":     luaCheck,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	grpo := L.NewTable()
 	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults})
 	mod.RawSetString("grpo", grpo)
+	debug := L.NewTable()
+	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN})
+	mod.RawSetString("debug", debug)
 	sftMod := L.NewTable()
 	L.SetFuncs(sftMod, map[string]lua.LGFunction{"step": luaSFTStep, "loss": luaSFTLoss})
 	mod.RawSetString("sft", sftMod)
@@ -54,6 +58,7 @@ func (e *Env) registerTypes(L *lua.LState) {
 	registerType(L, adamType, adamMethods, nil)
 	registerType(L, runType, runMethods, runIndex)
 	registerType(L, progressType, progressMethods, nil)
+	registerType(L, configErrorType, nil, nil)
 }
 
 // registerType creates the metatable of a userdata type: methods by name, plus an optional

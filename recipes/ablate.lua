@@ -1,7 +1,7 @@
 -- ablate: run a recipe for every combination of a grid of settings, each as its own run
 -- directory, and print the final evaluation metrics side by side.
 --
---   rookscript recipes/ablate.lua steps=20 'grid.kl_coef=[0.0, 0.02]' 'grid.lr=[2e-5, 5e-5]'
+--   rookscript recipes/ablate.lua steps=20 'grid.beta=[0.0, 0.02]' 'grid.lr=[2e-5, 5e-5]'
 --   rookscript recipes/ablate.lua pass.model=path/to/model pass.eval_size=32   # passed to every run
 --   rookscript plot runs/ablate/*        # the runs' curves, overlaid
 local rook = require("rook")
@@ -11,7 +11,7 @@ local cfg = rook.config{
   recipe = "grpo_stable.lua",   -- resolved from the working directory, then beside this recipe
   base_dir = "runs/ablate",
   steps = 20,
-  grid = { kl_coef = { 0.0, 0.02 }, lr = { 1e-4 } },
+  grid = { beta = { 0.0, 0.02 }, lr = { 1e-4 } },
   pass = {},                    -- overrides given to every run (an open table: any key of the recipe)
 }
 

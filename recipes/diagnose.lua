@@ -5,12 +5,18 @@
 --   rookscript recipes/diagnose.lua model=path/to/RookWorld-LM-124M prompts=4 group=8
 local rook = require("rook")
 
-local cfg = rook.config{
+local cfg = rook.config({
   model = "default", positions = "generator", seed = 1, env_fraction = 0.5,
   prompts = 4, group = 8, max_new_tokens = 72, temperature = 1.0,
-  kl_coef = 0.02, clip = 0.2, lr = 5e-5, overfit_steps = 5, overfit_lr = 2e-4,
+  beta = 0.02, epsilon = 0.2, lr = 5e-5, overfit_steps = 5, overfit_lr = 2e-4,
   stockfish = "", stockfish_depth = 8, malformed = -0.3, device = "cpu", -- stockfish: engine binary ("": on PATH, then /usr/games)
-}
+}, {
+  prompts = "integer >= 1", group = "integer >= 2", env_fraction = "[0, 1]", overfit_steps = "integer >= 1",
+  overfit_lr = "> 0", stockfish_depth = "integer >= 1", malformed = "finite",
+})
+local sampling = { group = cfg.group, max_new_tokens = cfg.max_new_tokens, temperature = cfg.temperature }
+local update = { beta = cfg.beta, epsilon = cfg.epsilon }
+rook.check{ grpo = update, rollout = sampling, adamw = { lr = cfg.lr } }
 
 local failures = 0
 -- report(ok, name, detail): ok is true (PASS), false (FAIL) or "skip" (not checkable here).
@@ -24,6 +30,7 @@ local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_de
 local path = cfg.model
 if path == "default" then path = require("defaultmodel").ensure{ engine = sf, log = true } end
 local policy = assert(rook.load(path, { device = cfg.device }))
+rook.check{ rollout = sampling, model = policy }
 report(not policy.random, "model is trained, not random", policy.random and "RANDOM weights: rewards will be floors" or policy.source)
 local ref = policy:reference()
 local opt = rook.adamw(policy, { lr = cfg.lr })
@@ -33,8 +40,8 @@ source.task, source.env_fraction = "mix", cfg.env_fraction
 local data = assert(rook.positions(source))
 local prompts = data:next(cfg.prompts)
 
-local batch = policy:rollout(prompts, { group = cfg.group, max_new_tokens = cfg.max_new_tokens,
-                                        temperature = cfg.temperature, seed = cfg.seed })
+sampling.seed = cfg.seed
+local batch = policy:rollout(prompts, sampling)
 local packed, alone = batch:logprob_gap(policy)
 report(packed < 1e-4 and alone < 1e-4, "sampler logprobs = training forward",
        string.format("max |Δ| %.2g packed, %.2g alone", packed, alone))
@@ -48,7 +55,7 @@ report((c["policy/moves_legal"] or 0) > 0 or (c["env/fen_exact"] or 0) > 0, "som
 report(st.reward_std > 0, "rewards differ (there is a signal)",
        string.format("mean %.3f std %.3f min %.3f max %.3f", st.reward_mean, st.reward_std, st.reward_min, st.reward_max))
 
-local m = rook.grpo.step(policy, ref, opt, batch, { beta = cfg.kl_coef, clip = cfg.clip })
+local m = rook.grpo.step(policy, ref, opt, batch, update)
 report(m["ratio/first_max_abs_log"] < 1e-5, "ratio = 1 before the first update",
        string.format("max |log ratio| %.2g", m["ratio/first_max_abs_log"]))
 report(m["clip_ratio/region_mean"] == 0, "nothing clipped before the first update",
@@ -71,10 +78,10 @@ end
 opt:set_lr(cfg.overfit_lr)
 local first, last
 for step = 1, cfg.overfit_steps do
-  local b = policy:rollout(prompts, { group = cfg.group, max_new_tokens = cfg.max_new_tokens,
-                                      temperature = cfg.temperature, seed = cfg.seed + step })
+  sampling.seed = cfg.seed + step
+  local b = policy:rollout(prompts, sampling)
   rook.reward.chess(b, { engine = sf, malformed = cfg.malformed })
-  local om = rook.grpo.step(policy, ref, opt, b, { beta = cfg.kl_coef, clip = cfg.clip })
+  local om = rook.grpo.step(policy, ref, opt, b, update)
   print(string.format("      overfit step %d: reward %.3f  kl %.4f", step, om.reward, om.kl or 0))
   first = first or om.reward
   last = om.reward

@@ -5,6 +5,7 @@
 --
 --   rookscript recipes/grpo_stable.lua                          # the embedded default model
 --   rookscript recipes/grpo_stable.lua model=path/to/RookWorld-LM-124M steps=200 lr=1e-6
+--   rookscript recipes/grpo_stable.lua trl_compat=true loss_type=dapo   # TRL's conventions
 --   rookscript recipes/grpo_stable.lua resume=runs/grpo_stable  # continue a run
 local rook = require("rook")
 local sched = require("schedules")
@@ -12,7 +13,7 @@ local recovery = require("recovery")
 local evalkit = require("evalkit")
 local cur = require("curriculum")
 
-local cfg = rook.config{
+local cfg = rook.config({
   model = "default",            -- "default": the embedded default model; or an HF dir / llm.c .bin
   run_dir = "runs/grpo_stable", -- checkpoints, metrics.jsonl, recipe and config copies
   device = "cpu", threads = 0,
@@ -22,22 +23,40 @@ local cfg = rook.config{
   positions = "generator",      -- "generator" (seeded games) or a FEN/EPD/PGN/training-text file
   min_plies = 2, max_plies = 20, -- generator: positions from these plies of its games
   env_fraction = 0.5,           -- share of A: (rules) prompts; the rest are P: (policy)
-  lr = 1e-4, lr_warmup = 3, lr_schedule = "constant",
-  kl_coef = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
-  clip_low = 0.2, clip_high = 0.2, scale = "group", aggregation = "grpo",
-  max_grad_norm = 1.0, epochs = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
+  lr = 1e-4, lr_warmup = 3, lr_schedule = "constant", -- the optimizer's, counted in updates
+  beta = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
+  epsilon = 0.2, epsilon_high = 0.2, scale_rewards = "group", loss_type = "grpo", trl_compat = false,
+  max_grad_norm = 1.0, num_iterations = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
   malformed = -0.3,             -- reward floor for unparsable output (-1.0 drove NaNs)
   stockfish = "", stockfish_depth = 8, stockfish_workers = 2, -- stockfish: engine binary ("": on PATH, then /usr/games)
   eval_size = 64, eval_every = 0, save_every = 10, keep = 3,
   recovery = { lr_factor = 0.5, rollback_after = 2, stop_after = 5, kl_stop = 2.0 },
-}
+}, {
+  -- The recipe's own keys; the engine's settings are checked by rook.check below.
+  steps = "integer >= 1", prompts = "integer >= 1", group = "integer >= 2", threads = "integer >= 0",
+  env_fraction = "[0, 1]", min_plies = "integer >= 0", max_plies = "integer >= 0",
+  kl_warmup = "integer >= 0", kl_schedule = "one of constant, linear, step", malformed = "finite",
+  stockfish_depth = "integer >= 1", stockfish_workers = "integer >= 1", micro_batch = "integer >= 1",
+  eval_size = "integer >= 1", eval_every = "integer >= 0", save_every = "integer >= 1", keep = "integer >= 1",
+})
+-- Option tables for the engine, built once and checked before anything expensive starts.
+local sampling = { group = cfg.group, temperature = cfg.temperature, max_new_tokens = cfg.max_new_tokens,
+                   top_k = cfg.top_k, top_p = cfg.top_p }
+local update = { trl_compat = cfg.trl_compat, beta = cfg.beta, kl_estimator = cfg.kl_estimator,
+                 epsilon = cfg.epsilon, epsilon_high = cfg.epsilon_high, scale_rewards = cfg.scale_rewards,
+                 loss_type = cfg.loss_type, max_grad_norm = cfg.max_grad_norm, num_iterations = cfg.num_iterations,
+                 minibatches = cfg.minibatches, micro_batch = cfg.micro_batch, drop_zero_std = cfg.drop_zero_std }
+local adamw = { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0, lr_schedule = cfg.lr_schedule,
+                lr_warmup = cfg.lr_warmup, total_updates = cfg.steps * cfg.num_iterations * cfg.minibatches }
+rook.check{ grpo = update, rollout = sampling, adamw = adamw }
 
 local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
 local model = cfg.model
 if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
 local policy = assert(rook.load(model, { device = cfg.device, threads = cfg.threads }))
+rook.check{ rollout = sampling, model = policy } -- max_new_tokens within the model's context
 local ref = policy:reference()
-local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0 })
+local opt = rook.adamw(policy, adamw)
 local function source(seed)
   if cfg.positions ~= "generator" then return assert(rook.positions{ path = cfg.positions, seed = seed, task = "mix" }) end
   return rook.positions{ generator = { seed = seed, min_plies = cfg.min_plies, max_plies = cfg.max_plies }, task = "mix" }
@@ -61,15 +80,11 @@ local before = state.before or evaluate(run.step)
 
 for step = run.step + 1, cfg.steps do
   local prompts = cur.next(data, cfg.prompts, cfg.env_fraction)
-  local batch = policy:rollout(prompts, { group = cfg.group, temperature = cfg.temperature,
-    max_new_tokens = cfg.max_new_tokens, top_k = cfg.top_k, top_p = cfg.top_p, seed = cfg.seed * 1000003 + step })
+  sampling.seed = cfg.seed * 1000003 + step
+  local batch = policy:rollout(prompts, sampling)
   rook.reward.chess(batch, { engine = sf, malformed = cfg.malformed })
-  local m = rook.grpo.step(policy, ref, opt, batch, {
-    lr = sched.lr(step, cfg) * opt:lr() / cfg.lr, beta = sched.kl_warmup(step, cfg),
-    kl_estimator = cfg.kl_estimator, clip_low = cfg.clip_low, clip_high = cfg.clip_high,
-    scale = cfg.scale, aggregation = cfg.aggregation, max_grad_norm = cfg.max_grad_norm,
-    epochs = cfg.epochs, minibatches = cfg.minibatches, micro_batch = cfg.micro_batch,
-    drop_zero_std = cfg.drop_zero_std })
+  update.beta = sched.kl_warmup(step, cfg)
+  local m = rook.grpo.step(policy, ref, opt, batch, update)
   run:log(step, m)
   local action = rec:check(step, m, { run = run, opt = opt })
   if action == "stop" then

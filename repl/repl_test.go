@@ -130,7 +130,7 @@ func TestREPLInATerminal(t *testing.T) {
 	// Tab completion of module names and of methods.
 	typeKeys("rook.gr\t")
 	pos = scr.waitFor(t, pos, "rook.grpo")
-	typeKeys(".defaults().clip_low\r")
+	typeKeys(".defaults().epsilon\r")
 	pos = scr.waitFor(t, pos, "0.2")
 
 	// Multi-line input continues while the chunk is open.

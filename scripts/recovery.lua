@@ -86,7 +86,7 @@ function Policy:check(step, m, ctx)
     return "stop"
   end
   if ctx.opt and self.lr_factor ~= 1 then
-    ctx.opt:set_lr(ctx.opt:lr() * self.lr_factor)
+    ctx.opt:scale_lr(self.lr_factor)
     note(self, step, string.format("lr → %.3g", ctx.opt:lr()), why)
   end
   if ctx.run and self.rollback_after > 0 and self.consecutive % self.rollback_after == 0 then

@@ -1,19 +1,22 @@
---- schedules: KL-coefficient (β) warm-ups, an adaptive KL controller and learning-rate
---- schedules, as plain functions of the step so a resumed run continues exactly.
+--- schedules: KL-coefficient (β) warm-ups, an adaptive KL controller and a learning-rate
+--- schedule, as plain functions of the step so a resumed run continues exactly.
 ---
 ---   local sched = require("schedules")
----   local beta = sched.kl_warmup(step, cfg)        -- cfg.kl_coef, cfg.kl_warmup, cfg.kl_schedule
----   local lr   = sched.lr(step, cfg)               -- cfg.lr, cfg.lr_warmup, cfg.lr_schedule, cfg.steps
+---   local beta = sched.kl_warmup(step, cfg)        -- cfg.beta, cfg.kl_warmup, cfg.kl_schedule
 ---   local ctl  = sched.adaptive_kl{ target = 0.02, init = 0.01 }
 ---   beta = ctl:update(m.kl)                        -- after each step; ctl.beta is the value
+---
+--- A GRPO step's learning rate is its optimizer's: rook.adamw{ lr =, lr_schedule =,
+--- lr_warmup =, total_updates = } shapes it per update and a checkpoint carries it. sched.lr
+--- is for loops that pass an explicit rate (rook.sft.step's lr option).
 local M = {}
 
---- β at `step` (1-based) growing to `cfg.kl_coef`:
----   "constant": kl_coef from the first step;
----   "linear":   kl_coef · min(1, step / kl_warmup);
----   "step":     0 before kl_warmup, kl_coef from then on.
+--- β at `step` (1-based) growing to `cfg.beta` (`cfg.kl_coef`, its older name):
+---   "constant": beta from the first step;
+---   "linear":   beta · min(1, step / kl_warmup);
+---   "step":     0 before kl_warmup, beta from then on.
 function M.kl_warmup(step, cfg)
-  local target = cfg.kl_coef or 0
+  local target = cfg.beta or cfg.kl_coef or 0
   local warm = cfg.kl_warmup or 0
   local kind = cfg.kl_schedule or "linear"
   if kind == "constant" or warm <= 0 then
@@ -27,8 +30,9 @@ function M.kl_warmup(step, cfg)
   error("schedules.kl_warmup: unknown kl_schedule '" .. tostring(kind) .. "' (constant, linear or step)", 2)
 end
 
---- Learning rate at `step` (1-based): linear warm-up over cfg.lr_warmup steps to cfg.lr, then
---- "constant" or "cosine" decay to cfg.lr_min (default 0) at cfg.steps.
+--- Learning rate at `step` (1-based) for a loop that passes it explicitly: linear warm-up over
+--- cfg.lr_warmup steps to cfg.lr, then "constant" or "cosine" decay to cfg.lr_min (default 0)
+--- at cfg.steps.
 function M.lr(step, cfg)
   local peak = cfg.lr
   local warm = cfg.lr_warmup or 0

@@ -50,7 +50,7 @@ func (b *bench) runGRPO() {
 	sampler := rollout.NewSampler(b.model)
 	prompts := genPromptTokens(b.model.Config.VocabSize)
 	cfg := grpo.DefaultConfig()
-	cfg.Beta, cfg.MicroBatch, cfg.LR = 0.02, 16, 1e-6
+	cfg.Beta, cfg.MicroBatch = 0.02, 16
 	var roll, refT, upd, tot, tps []float64
 	for i := range b.warmup + min(b.runs, grpoRuns) {
 		batch, err := sampler.Generate(context.Background(), prompts,

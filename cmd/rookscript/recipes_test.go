@@ -80,7 +80,7 @@ func TestOtherRecipes(t *testing.T) {
 		ablate = append(ablate, "pass."+kv)
 	}
 	out = runRecipe(t, ablate...)
-	if !strings.Contains(out, "kl_coef=0.05,lr=0.0001") {
+	if !strings.Contains(out, "beta=0.05,lr=0.0001") { // grid.kl_coef names beta, the recipe's key
 		t.Errorf("ablation table lacks a setting:\n%s", out)
 	}
 }

@@ -192,7 +192,8 @@ func (h *harness) trainStep() grpo.Metrics {
 		}
 	}
 	cfg := grpo.DefaultConfig()
-	cfg.Beta, cfg.LR, cfg.Minibatches = 0.1, 3e-3*h.recipe.LRScale, 2
+	cfg.Beta, cfg.Minibatches = 0.1, 2
+	h.opt.Config.LR = 3e-3 * h.recipe.LRScale
 	m, err := h.tr.Step(context.Background(), b, cfg)
 	if err != nil {
 		t.Fatal(err)

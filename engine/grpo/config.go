@@ -5,83 +5,173 @@ import (
 	"math"
 )
 
-// Config holds every knob of a GRPO step. Recipes own the values; DefaultConfig is a
-// conservative starting point.
+// Scale is how advantages are divided after the group mean is subtracted.
+type Scale string
+
+const (
+	ScaleGroup Scale = "group" // by the group's reward std (GRPO)
+	ScaleBatch Scale = "batch" // by the whole batch's reward std (PPO Lite)
+	ScaleNone  Scale = "none"  // not at all (Dr. GRPO)
+)
+
+// LossType is how token losses are summed into the loss.
+type LossType string
+
+const (
+	LossGRPO   LossType = "grpo"    // mean over each sequence's tokens, then over sequences
+	LossBNPO   LossType = "bnpo"    // sum over tokens / tokens that are not masked
+	LossDAPO   LossType = "dapo"    // sum over tokens / tokens in the minibatch
+	LossDrGRPO LossType = "dr_grpo" // sum over tokens / (sequences × max_new_tokens)
+)
+
+// Level is where the importance ratio is taken.
+type Level string
+
+const (
+	LevelToken    Level = "token"    // one ratio per token (GRPO)
+	LevelSequence Level = "sequence" // exp(mean log-ratio) per sequence (GSPO)
+)
+
+// KLEstimator estimates KL(π_θ‖π_ref) from one sampled token.
+type KLEstimator string
+
+const (
+	KLK1 KLEstimator = "k1" // x − x_ref
+	KLK2 KLEstimator = "k2" // ½(x − x_ref)²
+	KLK3 KLEstimator = "k3" // e^{x_ref − x} − (x_ref − x) − 1
+)
+
+// EntropyAggregation is how the entropy bonus is summed over tokens.
+type EntropyAggregation string
+
+const (
+	EntropyAsLoss    EntropyAggregation = "loss"       // with the loss's own weights (verl)
+	EntropyTokenMean EntropyAggregation = "token_mean" // mean over the minibatch's unmasked tokens
+)
+
+// Config holds every setting of a GRPO step. Each field's json tag is its one name in
+// option tables, recipe configs, checkpoints and metrics; TRL's name where TRL has the
+// setting, with the names this project used before as aliases.
 type Config struct {
 	// Advantages.
-	Scale       string  // "group" (default), "batch" (std over the whole batch) or "none" (Dr. GRPO)
-	StdEps      float64 // added to the std before dividing
-	DropZeroStd bool    // leave groups whose rewards are all equal out of the loss
+	ScaleRewards Scale   `json:"scale_rewards" alias:"scale"`
+	StdEps       float64 `json:"std_eps"`  // added to the std before dividing; > 0
+	StdDDOF      int     `json:"std_ddof"` // 0: population std (divide by G); 1: unbiased (G−1), as torch.std and TRL
+	DropZeroStd  bool    `json:"drop_zero_std"`
 
 	// Policy loss.
-	ClipLow, ClipHigh float64 // ε_low, ε_high of the ratio clip
-	RatioLevel        string  // "token" (GRPO) or "sequence" (GSPO)
-	Aggregation       string  // "grpo", "dapo" or "dr_grpo"
-	Beta              float64 // KL coefficient; 0 never runs the reference model
-	KLEstimator       string  // "k1", "k2" or "k3"
-	EntropyCoef       float64 // adds −EntropyCoef·H to each token's loss
-	MaskTruncated     bool    // leave completions cut by max_new_tokens out of the loss
+	Epsilon                 float64            `json:"epsilon" alias:"clip_low,clip"`
+	EpsilonHigh             float64            `json:"epsilon_high" alias:"clip_high"` // 0: the same as epsilon (TRL's None)
+	ImportanceSamplingLevel Level              `json:"importance_sampling_level" alias:"ratio_level"`
+	LossType                LossType           `json:"loss_type" alias:"aggregation"`
+	Beta                    float64            `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
+	KLEstimator             KLEstimator        `json:"kl_estimator"`
+	EntropyCoef             float64            `json:"entropy_coef"` // adds −entropy_coef·H to the loss
+	EntropyAggregation      EntropyAggregation `json:"entropy_aggregation"`
+	// MaskTruncated leaves completions cut by max_new_tokens out of the loss.
+	MaskTruncated bool `json:"mask_truncated_completions" alias:"mask_truncated"`
+	// MaskedInDenominator keeps completions left out by drop_zero_std or
+	// mask_truncated_completions in the loss's denominator (their sequences for grpo and
+	// dr_grpo, their tokens for dapo), as TRL's completion mask does; bnpo's denominator never
+	// counts them. False removes them from the denominator too.
+	MaskedInDenominator bool `json:"masked_in_denominator"`
 
 	// Update.
-	Epochs      int     // μ: passes over the batch
-	Minibatches int     // optimizer updates per pass
-	MicroBatch  int     // completions per forward/backward (memory only); 0: a whole minibatch
-	MaxGradNorm float64 // global gradient-norm clip; 0 disables it
-	LR          float64 // learning rate of this step's updates
+	NumIterations int     `json:"num_iterations" alias:"epochs"` // μ: passes over the batch
+	Minibatches   int     `json:"minibatches"`                   // optimizer updates per pass
+	MicroBatch    int     `json:"micro_batch"`                   // completions per forward/backward (memory only); 0: a whole minibatch
+	MaxGradNorm   float64 `json:"max_grad_norm"`                 // global gradient-norm clip; 0 disables it
+
+	// AllowGreedy lets a step train on a batch sampled greedily (by default an error: every
+	// completion of a group is the same, and the recorded logprobs are not what was drawn).
+	AllowGreedy bool `json:"allow_greedy"`
+	// TRLCompat marks a configuration that follows TRL's conventions (see TRLConfig):
+	// Validate refuses a convention setting that contradicts it.
+	TRLCompat bool `json:"trl_compat"`
 }
 
-// DefaultConfig returns conservative settings: group scaling, symmetric clip 0.2, grpo
-// aggregation, no KL, one epoch of one minibatch, gradient clip 1.
+// DefaultConfig returns this project's conventions and conservative settings: group scaling
+// with the population std, symmetric clip 0.2, grpo loss, no KL, one pass of one minibatch,
+// gradient clip 1.
 func DefaultConfig() Config {
-	return Config{Scale: "group", StdEps: 1e-4, ClipLow: 0.2, ClipHigh: 0.2, RatioLevel: "token",
-		Aggregation: "grpo", KLEstimator: "k3", Epochs: 1, Minibatches: 1, MaxGradNorm: 1, LR: 1e-6}
+	return Config{ScaleRewards: ScaleGroup, StdEps: 1e-4, Epsilon: 0.2, ImportanceSamplingLevel: LevelToken,
+		LossType: LossGRPO, KLEstimator: KLK3, EntropyAggregation: EntropyAsLoss, NumIterations: 1,
+		Minibatches: 1, MaxGradNorm: 1}
 }
 
-// Validate reports the first unusable value, naming its field.
-func (c Config) Validate() error {
-	finite := func(name string, v float64) error {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("grpo: %s must be a finite number ≥ 0, got %g", name, v)
-		}
-		return nil
+// TRLConfig returns TRL's defaults and conventions (GRPOConfig of TRL v0.24): the dapo loss,
+// advantages divided by the unbiased (ddof 1) std, masked completions kept in the loss's
+// denominator, and an entropy term (which TRL's loss does not have) weighted by a token mean,
+// the way TRL reports entropy.
+func TRLConfig() Config {
+	c := DefaultConfig()
+	c.LossType, c.StdDDOF, c.EntropyAggregation, c.MaskedInDenominator, c.TRLCompat = LossDAPO, 1, EntropyTokenMean, true, true
+	return c
+}
+
+// EpsilonHi is the upper clip ε_high in effect.
+func (c Config) EpsilonHi() float64 {
+	if c.EpsilonHigh == 0 {
+		return c.Epsilon
 	}
+	return c.EpsilonHigh
+}
+
+// Validate reports the first unusable value, naming its key.
+func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"std_eps", c.StdEps}, {"clip_low", c.ClipLow}, {"clip_high", c.ClipHigh}, {"beta", c.Beta},
-		{"entropy_coef", c.EntropyCoef}, {"max_grad_norm", c.MaxGradNorm}, {"lr", c.LR}} {
-		if err := finite(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	if c.ClipLow >= 1 {
-		return fmt.Errorf("grpo: clip_low must be < 1, got %g", c.ClipLow)
-	}
-	oneOf := func(name, v string, allowed ...string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("grpo: %s %q is not one of %v", name, v, allowed)
-	}
-	for _, err := range []error{
-		oneOf("scale", c.Scale, "group", "batch", "none"),
-		oneOf("ratio_level", c.RatioLevel, "token", "sequence"),
-		oneOf("aggregation", c.Aggregation, "grpo", "dapo", "dr_grpo"),
-		oneOf("kl_estimator", c.KLEstimator, "k1", "k2", "k3"),
-	} {
-		if err != nil {
-			return err
+	}{{"std_eps", c.StdEps}, {"epsilon", c.Epsilon}, {"epsilon_high", c.EpsilonHigh}, {"beta", c.Beta},
+		{"entropy_coef", c.EntropyCoef}, {"max_grad_norm", c.MaxGradNorm}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("grpo: %s must be a finite number ≥ 0, got %g", f.name, f.v)
 		}
 	}
 	switch {
-	case c.Epochs < 1:
-		return fmt.Errorf("grpo: epochs must be ≥ 1, got %d", c.Epochs)
+	case c.StdEps == 0:
+		return fmt.Errorf("grpo: std_eps must be > 0, got 0 (it keeps a near-tie group's advantages finite)")
+	case c.Epsilon >= 1:
+		return fmt.Errorf("grpo: epsilon must be < 1, got %g", c.Epsilon)
+	case c.StdDDOF != 0 && c.StdDDOF != 1:
+		return fmt.Errorf("grpo: std_ddof must be 0 or 1, got %d", c.StdDDOF)
+	case c.NumIterations < 1:
+		return fmt.Errorf("grpo: num_iterations must be ≥ 1, got %d", c.NumIterations)
 	case c.Minibatches < 1:
 		return fmt.Errorf("grpo: minibatches must be ≥ 1, got %d", c.Minibatches)
 	case c.MicroBatch < 0:
 		return fmt.Errorf("grpo: micro_batch must be ≥ 0, got %d", c.MicroBatch)
 	}
+	for _, err := range []error{
+		oneOf("scale_rewards", c.ScaleRewards, ScaleGroup, ScaleBatch, ScaleNone),
+		oneOf("importance_sampling_level", c.ImportanceSamplingLevel, LevelToken, LevelSequence),
+		oneOf("loss_type", c.LossType, LossGRPO, LossBNPO, LossDAPO, LossDrGRPO),
+		oneOf("kl_estimator", c.KLEstimator, KLK1, KLK2, KLK3),
+		oneOf("entropy_aggregation", c.EntropyAggregation, EntropyAsLoss, EntropyTokenMean),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if c.TRLCompat {
+		t := TRLConfig()
+		switch {
+		case c.StdDDOF != t.StdDDOF:
+			return fmt.Errorf("grpo: trl_compat = true fixes std_ddof = 1 (TRL divides by torch.std), got %d", c.StdDDOF)
+		case c.EntropyAggregation != t.EntropyAggregation:
+			return fmt.Errorf("grpo: trl_compat = true fixes entropy_aggregation = %q, got %q", t.EntropyAggregation, c.EntropyAggregation)
+		case !c.MaskedInDenominator:
+			return fmt.Errorf("grpo: trl_compat = true fixes masked_in_denominator = true (TRL's completion mask keeps masked completions in the denominator)")
+		}
+	}
 	return nil
+}
+
+func oneOf[T ~string](key string, v T, allowed ...T) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("grpo: %s %q is not one of %q", key, string(v), allowed)
 }

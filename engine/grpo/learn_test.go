@@ -23,7 +23,6 @@ func TestLearnsToyTask(t *testing.T) {
 	sampler := rollout.NewSampler(policy)
 	r := rand.New(rand.NewPCG(12, 12))
 	cfg := DefaultConfig()
-	cfg.LR = 3e-3
 	var rewards []float64
 	for s := range 50 {
 		prompts := make([][]int32, 8)

@@ -27,15 +27,114 @@ func policyLoss(ratio, adv, clipLow, clipHigh float64, t *tokenLoss) {
 
 // klTerm is the KL(π_θ‖π_ref) estimate of one token and its derivative in logp_θ, for
 // x = logp_θ and r = logp_ref.
-func klTerm(estimator string, x, r float64, t *tokenLoss) {
+func klTerm(estimator KLEstimator, x, r float64, t *tokenLoss) {
 	d := r - x
 	switch estimator {
-	case "k1":
+	case KLK1:
 		t.kl, t.dklDLogp = -d, 1
-	case "k2":
+	case KLK2:
 		t.kl, t.dklDLogp = 0.5*d*d, -d
 	default: // k3
 		e := math.Exp(d)
 		t.kl, t.dklDLogp = e-d-1, 1-e
 	}
+}
+
+// weights are one completion's share of its minibatch's loss: every token's policy and KL
+// terms count pg times, its entropy term ent times.
+type weights struct{ pg, ent float64 }
+
+// sequenceTokens are one completion's per-token numbers: log-probabilities under the policy
+// being trained, at sampling time (old), under the reference (nil when β = 0), and the
+// policy's entropies.
+type sequenceTokens struct {
+	logp, old, ref, entropy []float32
+}
+
+// sequenceLoss adds one completion's terms to st and writes ∂L/∂logp and ∂L/∂H of its tokens
+// into dlogp and dent. The loss of the completion is
+//
+//	Σ_t w.pg·(−min(ρ_t A, clip(ρ_t)A) + β·KL_t) − c_H·w.ent·H_t
+//
+// with ρ_t the token's ratio, or the sequence's exp(mean_t log ρ_t) at the sequence level.
+func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stats, dlogp, dent []float32) {
+	n := len(s.logp)
+	sequence := cfg.ImportanceSamplingLevel == LevelSequence
+	seqRatio := 0.0
+	if sequence {
+		for t := range n {
+			seqRatio += float64(s.logp[t]) - float64(s.old[t])
+		}
+		seqRatio = math.Exp(seqRatio / float64(n))
+	}
+	epsHigh := cfg.EpsilonHi()
+	var tl tokenLoss
+	seqGrad := 0.0 // sequence level: Σ_t w·∂pg/∂s
+	for t := range n {
+		x := float64(s.logp[t])
+		logRatio := x - float64(s.old[t])
+		ratio := math.Exp(logRatio)
+		if sequence {
+			ratio = seqRatio
+		}
+		policyLoss(ratio, adv, cfg.Epsilon, epsHigh, &tl)
+		tl.kl, tl.dklDLogp = 0, 0
+		if cfg.Beta > 0 {
+			klTerm(cfg.KLEstimator, x, float64(s.ref[t]), &tl)
+		}
+		h := float64(s.entropy[t])
+		st.loss += w.pg*(tl.pg+cfg.Beta*tl.kl) - cfg.EntropyCoef*w.ent*h
+		st.pgLoss += w.pg * tl.pg
+		st.klLoss += w.pg * cfg.Beta * tl.kl
+		st.ent += w.ent * h
+		st.add(ratio, logRatio, tl, h, cfg.Beta > 0)
+
+		g := cfg.Beta * tl.dklDLogp
+		if sequence {
+			seqGrad += w.pg * tl.dpgDRatio
+		} else {
+			g += tl.dpgDRatio * ratio // ∂ρ/∂logp = ρ
+		}
+		dlogp[t] = float32(w.pg * g)
+		dent[t] = float32(-cfg.EntropyCoef * w.ent)
+	}
+	if sequence {
+		// ∂s/∂logp_t = s/|o| for every token of the sequence.
+		d := seqGrad * seqRatio / float64(n)
+		for t := range n {
+			dlogp[t] += float32(d)
+		}
+	}
+}
+
+// minibatchWeights gives each completion of a minibatch its share of the loss. part is what
+// the denominators count: the completions that are trained on and, with
+// MaskedInDenominator, the masked ones too (keep false). maxNew is the rollout's
+// max_new_tokens (dr_grpo's constant).
+func minibatchWeights(part []*completion, cfg Config, maxNew int) []weights {
+	seqs, tokens, kept := len(part), 0, 0
+	for _, k := range part {
+		tokens += len(k.c.Tokens)
+		if k.keep {
+			kept += len(k.c.Tokens)
+		}
+	}
+	w := make([]weights, len(part))
+	for i, k := range part {
+		switch cfg.LossType {
+		case LossGRPO:
+			w[i].pg = 1 / float64(len(k.c.Tokens)*seqs)
+		case LossDAPO:
+			w[i].pg = 1 / float64(tokens)
+		case LossBNPO:
+			w[i].pg = 1 / float64(kept)
+		case LossDrGRPO:
+			w[i].pg = 1 / float64(seqs*maxNew)
+		}
+		w[i].ent = w[i].pg
+		if cfg.EntropyAggregation == EntropyTokenMean {
+			w[i].ent = 1 / float64(kept)
+		}
+	}
+	return w
 }

@@ -29,7 +29,10 @@ type Trainer struct {
 	Ref    *gpt2.Model // frozen reference; needed only when Beta > 0
 	Opt    *optim.AdamW
 	Hooks  Hooks
+	// Warn receives warnings about how a step is set up; each kind is sent once per trainer.
+	Warn func(msg string)
 
+	warned      map[string]bool
 	batch       gpt2.Batch
 	out         gpt2.Output
 	dlogp, dent []float32
@@ -40,6 +43,7 @@ type completion struct {
 	c       *rollout.Completion
 	prompt  []int32
 	adv     float64
+	keep    bool      // trained on; false: masked, counted only in denominators (MaskedInDenominator)
 	refLogp []float32 // logp under the reference, when Beta > 0
 }
 
@@ -57,136 +61,52 @@ type stats struct {
 
 func newStats() stats { return stats{ratioMin: math.Inf(1), ratioMax: math.Inf(-1)} }
 
-// Step runs one GRPO step on a scored rollout batch: Epochs passes of Minibatches optimizer
-// updates. A non-finite loss or gradient skips that update (the weights and the optimizer
-// state stay as they were) and is counted in the metrics; the caller's recovery policy
-// decides what follows. An empty batch is not an error: it is reported and nothing changes.
+// Step runs one GRPO step on a scored rollout batch: NumIterations passes of Minibatches
+// optimizer updates, each at the optimizer's scheduled learning rate. A non-finite loss or
+// gradient skips that update (the weights and the optimizer state stay as they were) and is
+// counted in the metrics; the caller's recovery policy decides what follows. An empty batch
+// is not an error: it is reported and nothing changes.
 func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metrics, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := tr.check(b, cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Beta > 0 && tr.Ref == nil {
-		return nil, errors.New("grpo: beta > 0 needs a reference model")
-	}
-	m := Metrics{"lr": cfg.LR, "beta": cfg.Beta, "finite": 1, "updates": 0, "skipped": 0,
+	m := Metrics{"lr": tr.Opt.LR(), "beta": cfg.Beta, "finite": 1, "updates": 0, "skipped": 0,
 		"time/rollout": b.Stats.Seconds}
-	n := len(b.Completions)
-	if n == 0 {
+	samplingMetrics(m, b)
+	if len(b.Completions) == 0 {
 		m["empty_batch"] = 1
 		return m, nil
 	}
-	if len(b.Rewards) != n {
-		return nil, fmt.Errorf("grpo: the batch has %d completions but %d rewards (score it before the step)", n, len(b.Rewards))
-	}
-	if b.Group < 1 || n%b.Group != 0 {
-		return nil, fmt.Errorf("grpo: %d completions do not form groups of %d", n, b.Group)
-	}
+	tr.warnings(b, cfg)
 	start := time.Now()
-	adv, zeroStd := Advantages(b.Rewards, b.Group, cfg.Scale, cfg.StdEps)
-	rewardMetrics(m, b, zeroStd)
-
-	var kept []*completion
-	for i := range b.Completions {
-		c := &b.Completions[i]
-		if (cfg.DropZeroStd && zeroStd[i/b.Group]) || (cfg.MaskTruncated && c.Truncated) {
-			continue
-		}
-		kept = append(kept, &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[i]})
-	}
-	m["completions/kept"] = float64(len(kept))
-	if len(kept) == 0 {
+	p := newPlan(b, cfg)
+	rewardMetrics(m, b, p.zeroStd, cfg)
+	m["completions/kept"] = float64(len(p.trained))
+	if len(p.trained) == 0 {
 		m["no_signal"] = 1
 		return m, nil
 	}
-	noSignal := cfg.Beta == 0 && cfg.EntropyCoef == 0
-	for _, k := range kept {
-		noSignal = noSignal && k.adv == 0
-	}
-
 	if cfg.Beta > 0 {
 		t0 := time.Now()
-		if err := tr.referenceLogprobs(ctx, kept, b.Temperature, cfg); err != nil {
+		if err := tr.referenceLogprobs(ctx, p.trained, b.Temperature, cfg); err != nil {
 			return nil, err
 		}
 		m["time/reference"] = time.Since(t0).Seconds()
 	}
-
 	t0 := time.Now()
-	st := newStats()
-	var first stats
-	var lossSum, pgSum, klSum, entSum float64
-	var normSum, normMax float64
-	layerNorms := map[string]float64{}
-	for epoch := range cfg.Epochs {
-		for mb := range cfg.Minibatches {
-			part := kept[mb*len(kept)/cfg.Minibatches : (mb+1)*len(kept)/cfg.Minibatches]
-			if len(part) == 0 {
-				continue
+	u := newUpdates()
+	for range cfg.NumIterations {
+		for _, part := range p.minibatches {
+			if err := tr.minibatch(ctx, part, p.noSignal, b, cfg, u); err != nil {
+				return nil, err
 			}
-			st.loss, st.pgLoss, st.klLoss, st.ent = 0, 0, 0, 0
-			if !noSignal {
-				tr.Policy.ZeroGrads()
-			}
-			weights := tokenWeights(part, cfg.Aggregation, b.MaxNewTokens)
-			for lo := 0; lo < len(part); {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				hi := len(part)
-				if cfg.MicroBatch > 0 {
-					hi = min(hi, lo+cfg.MicroBatch)
-				}
-				if err := tr.microBatch(part[lo:hi], weights[lo:hi], b.Temperature, cfg, &st, !noSignal); err != nil {
-					return nil, err
-				}
-				lo = hi
-			}
-			if epoch == 0 && mb == 0 {
-				first = st // the first minibatch: nothing has been updated yet
-			}
-			lossSum, pgSum, klSum, entSum = lossSum+st.loss, pgSum+st.pgLoss, klSum+st.klLoss, entSum+st.ent
-			if noSignal {
-				continue // no gradient anywhere: nothing to apply, and AdamW's momentum must not move the weights
-			}
-			if tr.Hooks.AfterBackward != nil {
-				tr.Hooks.AfterBackward(tr.Policy)
-			}
-			norms := optim.Norms(tr.Policy)
-			if math.IsNaN(st.loss) || math.IsInf(st.loss, 0) || !norms.Finite() {
-				m["skipped"]++
-				m["finite"] = 0
-				if !norms.Finite() {
-					m["nonfinite_grad"]++
-				} else {
-					m["nonfinite_loss"]++
-				}
-				tr.Policy.ZeroGrads() // nothing non-finite stays behind
-				continue
-			}
-			normSum += norms.Total
-			normMax = max(normMax, norms.Total)
-			for k, v := range norms.Named {
-				layerNorms[k] += v
-			}
-			optim.Clip(tr.Policy, norms.Total, cfg.MaxGradNorm)
-			tr.Opt.Step(cfg.LR)
-			m["updates"]++
 		}
 	}
 	m["time/update"] = time.Since(t0).Seconds()
-	if noSignal {
+	if p.noSignal {
 		m["no_signal"] = 1
 	}
-
-	passes := float64(cfg.Epochs * cfg.Minibatches)
-	m["loss"], m["pg_loss"], m["kl_loss"], m["entropy_loss"] = lossSum/passes, pgSum/passes, klSum/passes, entSum/passes
-	if u := m["updates"]; u > 0 {
-		m["grad_norm"], m["grad_norm/max"] = normSum/u, normMax
-		for k, v := range layerNorms {
-			m["grad_norm/"+k] = v / u
-		}
-	}
-	tokenMetrics(m, st, first, cfg)
+	u.report(m, cfg)
 	lengthMetrics(m, b)
 	elapsed := b.Stats.Seconds + time.Since(start).Seconds()
 	m["time/total"] = elapsed
@@ -196,24 +116,162 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	return m, nil
 }
 
-// tokenWeights gives each completion's per-token weight in the minibatch's loss.
-func tokenWeights(part []*completion, aggregation string, maxNew int) []float64 {
-	w := make([]float64, len(part))
-	total := 0
-	for _, k := range part {
-		total += len(k.c.Tokens)
+// check refuses a step that cannot be run as asked.
+func (tr *Trainer) check(b *rollout.Batch, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
-	for i, k := range part {
-		switch aggregation {
-		case "grpo":
-			w[i] = 1 / float64(len(k.c.Tokens)*len(part))
-		case "dapo":
-			w[i] = 1 / float64(total)
-		case "dr_grpo":
-			w[i] = 1 / float64(len(part)*maxNew)
+	if cfg.Beta > 0 && tr.Ref == nil {
+		return errors.New("grpo: beta > 0 needs a reference model")
+	}
+	n := len(b.Completions)
+	switch {
+	case n == 0:
+		return nil
+	case len(b.Rewards) != n:
+		return fmt.Errorf("grpo: the batch has %d completions but %d rewards (score it before the step)", n, len(b.Rewards))
+	case b.Group < 2:
+		return fmt.Errorf("grpo: the batch has groups of %d: GRPO needs at least 2 completions per prompt to compare", b.Group)
+	case n%b.Group != 0:
+		return fmt.Errorf("grpo: %d completions do not form groups of %d", n, b.Group)
+	case b.Shaping.Greedy && !cfg.AllowGreedy:
+		return errors.New("grpo: the batch was sampled greedily: its groups have no variety and its logprobs are not those of what was drawn; set allow_greedy = true to train on it anyway")
+	}
+	return nil
+}
+
+// warnings reports, once per trainer each, settings that do something other than what they
+// are usually taken to do.
+func (tr *Trainer) warnings(b *rollout.Batch, cfg Config) {
+	if cfg.ImportanceSamplingLevel == LevelSequence && cfg.LossType != LossGRPO {
+		tr.warn("sequence-level", fmt.Sprintf("grpo: importance_sampling_level = sequence with loss_type = %s sums the sequence's loss over its tokens, "+
+			"weighting each sequence by its length; GSPO's objective is loss_type = grpo", cfg.LossType))
+	}
+	if s := b.Shaping; s.Shaped() {
+		tr.warn("shaped", fmt.Sprintf("grpo: the batch was sampled with %s, but the ratio and the KL use the full softmax(logits/%g), "+
+			"as TRL does: the recorded logprobs are not those of the narrowed distribution the tokens were drawn from", s, b.Temperature))
+	}
+}
+
+func (tr *Trainer) warn(kind, msg string) {
+	if tr.Warn == nil || tr.warned[kind] {
+		return
+	}
+	if tr.warned == nil {
+		tr.warned = map[string]bool{}
+	}
+	tr.warned[kind] = true
+	tr.Warn(msg)
+}
+
+// plan is how a step uses its batch: each completion's advantage, which completions are
+// trained on, and the minibatches with the completions their denominators count.
+type plan struct {
+	zeroStd     []bool
+	trained     []*completion   // kept completions, in batch order
+	minibatches [][]*completion // each minibatch: its kept completions and, with MaskedInDenominator, its masked ones
+	noSignal    bool            // every advantage is 0 and no other term has a gradient
+}
+
+func newPlan(b *rollout.Batch, cfg Config) *plan {
+	adv, zeroStd := Advantages(b.Rewards, b.Group, cfg)
+	p := &plan{zeroStd: zeroStd, noSignal: cfg.Beta == 0 && cfg.EntropyCoef == 0}
+	var counted []*completion
+	for i := range b.Completions {
+		c := &b.Completions[i]
+		k := &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[i],
+			keep: !(cfg.DropZeroStd && zeroStd[i/b.Group]) && !(cfg.MaskTruncated && c.Truncated)}
+		if k.keep {
+			p.trained = append(p.trained, k)
+			p.noSignal = p.noSignal && k.adv == 0
+		}
+		if k.keep || cfg.MaskedInDenominator {
+			counted = append(counted, k)
 		}
 	}
-	return w
+	for mb := range cfg.Minibatches {
+		p.minibatches = append(p.minibatches, counted[mb*len(counted)/cfg.Minibatches:(mb+1)*len(counted)/cfg.Minibatches])
+	}
+	return p
+}
+
+// updates accumulates what the minibatches of a step did.
+type updates struct {
+	st, first                     stats // every token so far; the first minibatch (before any update)
+	haveFirst                     bool
+	passes                        int // minibatches run
+	lossSum, pgSum, klSum, entSum float64
+	normSum, normMax              float64
+	layerNorms                    map[string]float64
+	applied, skipped              int
+	nonfiniteGrad, nonfiniteLoss  int
+}
+
+func newUpdates() *updates { return &updates{st: newStats(), layerNorms: map[string]float64{}} }
+
+// minibatch runs one minibatch: its loss and gradient over micro-batches, then, unless the
+// step has no signal, one optimizer update or a skip when something is not finite.
+func (tr *Trainer) minibatch(ctx context.Context, part []*completion, noSignal bool, b *rollout.Batch, cfg Config, u *updates) error {
+	w := minibatchWeights(part, cfg, b.MaxNewTokens)
+	var train []*completion
+	var trainW []weights
+	for i, k := range part {
+		if k.keep {
+			train, trainW = append(train, k), append(trainW, w[i])
+		}
+	}
+	if len(train) == 0 {
+		return nil
+	}
+	st := &u.st
+	st.loss, st.pgLoss, st.klLoss, st.ent = 0, 0, 0, 0
+	if !noSignal {
+		tr.Policy.ZeroGrads()
+	}
+	for lo := 0; lo < len(train); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := len(train)
+		if cfg.MicroBatch > 0 {
+			hi = min(hi, lo+cfg.MicroBatch)
+		}
+		if err := tr.microBatch(train[lo:hi], trainW[lo:hi], b.Temperature, cfg, st, !noSignal); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	if !u.haveFirst {
+		u.first, u.haveFirst = *st, true // the first minibatch run comes before any update
+	}
+	u.passes++
+	u.lossSum, u.pgSum, u.klSum, u.entSum = u.lossSum+st.loss, u.pgSum+st.pgLoss, u.klSum+st.klLoss, u.entSum+st.ent
+	if noSignal {
+		return nil // no gradient anywhere: nothing to apply, and AdamW's momentum must not move the weights
+	}
+	if tr.Hooks.AfterBackward != nil {
+		tr.Hooks.AfterBackward(tr.Policy)
+	}
+	norms := optim.Norms(tr.Policy)
+	if math.IsNaN(st.loss) || math.IsInf(st.loss, 0) || !norms.Finite() {
+		u.skipped++
+		if !norms.Finite() {
+			u.nonfiniteGrad++
+		} else {
+			u.nonfiniteLoss++
+		}
+		tr.Policy.ZeroGrads() // nothing non-finite stays behind
+		return nil
+	}
+	u.normSum += norms.Total
+	u.normMax = max(u.normMax, norms.Total)
+	for k, v := range norms.Named {
+		u.layerNorms[k] += v
+	}
+	optim.Clip(tr.Policy, norms.Total, cfg.MaxGradNorm)
+	tr.Opt.Step(tr.Opt.LR())
+	u.applied++
+	return nil
 }
 
 // pack lays out completions with their prompts, scoring each completion token.
@@ -250,61 +308,18 @@ func (tr *Trainer) referenceLogprobs(ctx context.Context, kept []*completion, te
 
 // microBatch runs the forward over part, accumulates the loss and token statistics, and,
 // when backward is set, the gradient.
-func (tr *Trainer) microBatch(part []*completion, weights []float64, temperature float32, cfg Config, st *stats, backward bool) error {
+func (tr *Trainer) microBatch(part []*completion, w []weights, temperature float32, cfg Config, st *stats, backward bool) error {
 	if err := tr.Policy.Forward(tr.pack(part), temperature, true, &tr.out); err != nil {
 		return fmt.Errorf("grpo: policy forward: %w", err)
 	}
 	rows := len(tr.out.LogP)
 	tr.dlogp, tr.dent = resize(tr.dlogp, rows), resize(tr.dent, rows)
 	off := 0
-	var tl tokenLoss
 	for i, k := range part {
-		w, tokens := weights[i], len(k.c.Tokens)
-		logp, old := tr.out.LogP[off:off+tokens], k.c.LogProbs
-		seqRatio := 0.0
-		if cfg.RatioLevel == "sequence" {
-			for t := range tokens {
-				seqRatio += float64(logp[t]) - float64(old[t])
-			}
-			seqRatio = math.Exp(seqRatio / float64(tokens))
-		}
-		seqGrad := 0.0 // GSPO: Σ_t w·∂pg/∂s over the sequence
-		for t := range tokens {
-			x := float64(logp[t])
-			logRatio := x - float64(old[t])
-			ratio := math.Exp(logRatio)
-			if cfg.RatioLevel == "sequence" {
-				ratio = seqRatio
-			}
-			policyLoss(ratio, k.adv, cfg.ClipLow, cfg.ClipHigh, &tl)
-			tl.kl, tl.dklDLogp = 0, 0
-			if cfg.Beta > 0 {
-				klTerm(cfg.KLEstimator, x, float64(k.refLogp[t]), &tl)
-			}
-			h := float64(tr.out.Entropy[off+t])
-			st.loss += w * (tl.pg + cfg.Beta*tl.kl - cfg.EntropyCoef*h)
-			st.pgLoss += w * tl.pg
-			st.klLoss += w * cfg.Beta * tl.kl
-			st.ent += w * h
-			st.add(ratio, logRatio, tl, h, cfg.Beta > 0)
-
-			g := cfg.Beta * tl.dklDLogp
-			if cfg.RatioLevel == "sequence" {
-				seqGrad += w * tl.dpgDRatio
-			} else {
-				g += tl.dpgDRatio * ratio
-			}
-			tr.dlogp[off+t] = float32(w * g)
-			tr.dent[off+t] = float32(-w * cfg.EntropyCoef)
-		}
-		if cfg.RatioLevel == "sequence" {
-			// ∂s/∂logp_t = s/|o| for every token of the sequence.
-			d := seqGrad * seqRatio / float64(tokens)
-			for t := range tokens {
-				tr.dlogp[off+t] += float32(d)
-			}
-		}
-		off += tokens
+		n := len(k.c.Tokens)
+		s := sequenceTokens{logp: tr.out.LogP[off : off+n], old: k.c.LogProbs, ref: k.refLogp, entropy: tr.out.Entropy[off : off+n]}
+		sequenceLoss(cfg, s, k.adv, w[i], st, tr.dlogp[off:off+n], tr.dent[off:off+n])
+		off += n
 	}
 	if !backward {
 		return nil
@@ -340,62 +355,4 @@ func resize(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
-}
-
-func rewardMetrics(m Metrics, b *rollout.Batch, zeroStd []bool) {
-	m["reward"], m["reward_std"] = mean(b.Rewards), std(b.Rewards)
-	zero := 0
-	for _, z := range zeroStd {
-		if z {
-			zero++
-		}
-	}
-	m["frac_reward_zero_std"] = float64(zero) / float64(len(zeroStd))
-	// A component may not apply to every completion (NaN there: a policy-task component of
-	// an environment-task answer); its mean covers the completions it applies to.
-	for name, v := range b.Components {
-		sum, n := 0.0, 0
-		for _, x := range v {
-			if !math.IsNaN(x) {
-				sum, n = sum+x, n+1
-			}
-		}
-		if n > 0 && len(v) == len(b.Rewards) {
-			m["rewards/"+name+"/mean"] = sum / float64(n)
-		}
-	}
-}
-
-func tokenMetrics(m Metrics, st, first stats, cfg Config) {
-	if st.n == 0 {
-		return
-	}
-	n := float64(st.n)
-	mu := st.ratioSum / n
-	m["ratio/mean"], m["ratio/std"] = mu, math.Sqrt(max(0, st.ratioSq/n-mu*mu))
-	m["ratio/min"], m["ratio/max"] = st.ratioMin, st.ratioMax
-	m["clip_ratio/low_mean"], m["clip_ratio/high_mean"] = float64(st.clipLow)/n, float64(st.clipHigh)/n
-	m["clip_ratio/region_mean"] = float64(st.clipLow+st.clipHigh) / n
-	m["entropy"] = st.entSum / n
-	// DESIGN §6.1 as a runtime check: before the first update the ratio is 1 (|log ρ| ~ 1e-6)
-	// and, with the reference equal to the initial policy, the KL is 0.
-	m["ratio/first_max_abs_log"] = first.maxAbsLogRatio
-	if cfg.Beta > 0 {
-		m["kl"], m["kl/max"] = st.klSum/n, st.klMax
-		m["kl/first_max"] = first.klMax
-	}
-}
-
-func lengthMetrics(m Metrics, b *rollout.Batch) {
-	sum, lo, hi, trunc := 0, math.MaxInt, 0, 0
-	for _, c := range b.Completions {
-		l := len(c.Tokens)
-		sum, lo, hi = sum+l, min(lo, l), max(hi, l)
-		if c.Truncated {
-			trunc++
-		}
-	}
-	n := float64(len(b.Completions))
-	m["completions/mean_length"], m["completions/min_length"], m["completions/max_length"] = float64(sum)/n, float64(lo), float64(hi)
-	m["completions/clipped_ratio"] = float64(trunc) / n
 }

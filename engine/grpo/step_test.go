@@ -35,6 +35,13 @@ func tinyModel(t testing.TB, seed uint64, scale float32) *gpt2.Model {
 // batch of 4 prompts × group 4 with random rewards.
 func setup(t testing.TB, seed uint64) (*Trainer, *rollout.Batch) {
 	t.Helper()
+	return setupSampled(t, seed, rollout.Config{Group: 4, MaxNewTokens: 10, Temperature: 0.9})
+}
+
+// setupSampled is setup with the batch sampled as cfg says (its seed and stop token are set
+// here).
+func setupSampled(t testing.TB, seed uint64, cfg rollout.Config) (*Trainer, *rollout.Batch) {
+	t.Helper()
 	policy, ref := tinyModel(t, seed, 3), tinyModel(t, seed, 3)
 	opt, err := optim.NewAdamW(policy, optim.AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1})
 	if err != nil {
@@ -49,8 +56,8 @@ func setup(t testing.TB, seed uint64) (*Trainer, *rollout.Batch) {
 		}
 		prompts = append(prompts, p)
 	}
-	b, err := rollout.NewSampler(policy).Generate(context.Background(), prompts,
-		rollout.Config{Group: 4, MaxNewTokens: 10, Temperature: 0.9, Seed: seed, StopToken: stop})
+	cfg.Seed, cfg.StopToken = seed, stop
+	b, err := rollout.NewSampler(policy).Generate(context.Background(), prompts, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +80,10 @@ func step(t testing.TB, tr *Trainer, b *rollout.Batch, cfg Config) Metrics {
 // TestFirstMinibatchInvariants is DESIGN §6.1: before any update the ratio is 1 (|log ρ| <
 // 1e-5), nothing is clipped, and the KL to a reference equal to the initial policy is 0.
 func TestFirstMinibatchInvariants(t *testing.T) {
-	for _, est := range []string{"k1", "k2", "k3"} {
+	for _, est := range []KLEstimator{KLK1, KLK2, KLK3} {
 		tr, b := setup(t, 1)
 		cfg := DefaultConfig()
-		cfg.Beta, cfg.KLEstimator, cfg.LR = 0.1, est, 1e-3
+		cfg.Beta, cfg.KLEstimator = 0.1, est
 		m := step(t, tr, b, cfg)
 		if v := m["ratio/first_max_abs_log"]; v > 1e-5 {
 			t.Errorf("%s: max |log ratio| on the first minibatch = %g", est, v)
@@ -96,7 +103,7 @@ func TestFirstMinibatchInvariants(t *testing.T) {
 // lossAt evaluates the step's loss for the current parameters without updating anything.
 func lossAt(t *testing.T, tr *Trainer, kept []*completion, b *rollout.Batch, cfg Config) float64 {
 	st := newStats()
-	if err := tr.microBatch(kept, tokenWeights(kept, cfg.Aggregation, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
+	if err := tr.microBatch(kept, minibatchWeights(kept, cfg, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
 		t.Fatal(err)
 	}
 	return st.loss
@@ -107,20 +114,24 @@ func lossAt(t *testing.T, tr *Trainer, kept []*completion, b *rollout.Batch, cfg
 // sit in each clip region.
 func TestLossGradientFiniteDifferences(t *testing.T) {
 	type variant struct {
-		agg, level, kl string
-		beta, ent      float64
+		loss      LossType
+		level     Level
+		kl        KLEstimator
+		beta, ent float64
+		entAgg    EntropyAggregation
 	}
 	var variants []variant
-	for _, agg := range []string{"grpo", "dapo", "dr_grpo"} {
-		for _, level := range []string{"token", "sequence"} {
-			variants = append(variants, variant{agg, level, "k3", 0, 0})
+	for _, loss := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO} {
+		for _, level := range []Level{LevelToken, LevelSequence} {
+			variants = append(variants, variant{loss, level, KLK3, 0, 0, EntropyAsLoss})
 		}
 	}
-	for _, kl := range []string{"k1", "k2", "k3"} {
-		variants = append(variants, variant{"dapo", "token", kl, 0.5, 0.05})
+	for _, kl := range []KLEstimator{KLK1, KLK2, KLK3} {
+		variants = append(variants, variant{LossDAPO, LevelToken, kl, 0.5, 0.05, EntropyAsLoss})
 	}
+	variants = append(variants, variant{LossGRPO, LevelToken, KLK3, 0.5, 0.05, EntropyTokenMean})
 	for _, v := range variants {
-		t.Run(fmt.Sprintf("%s/%s/%s/beta=%g/ent=%g", v.agg, v.level, v.kl, v.beta, v.ent), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/beta=%g/ent=%g/%s", v.loss, v.level, v.kl, v.beta, v.ent, v.entAgg), func(t *testing.T) {
 			tr, b := setup(t, 3)
 			r := rand.New(rand.NewPCG(4, 4))
 			for i := range b.Completions {
@@ -129,15 +140,16 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 				}
 			}
 			cfg := DefaultConfig()
-			cfg.Aggregation, cfg.RatioLevel, cfg.KLEstimator, cfg.Beta, cfg.EntropyCoef = v.agg, v.level, v.kl, v.beta, v.ent
-			cfg.ClipLow, cfg.ClipHigh = 0.2, 0.3
-			if v.level == "sequence" {
-				cfg.ClipLow, cfg.ClipHigh = 0.1, 0.1
+			cfg.LossType, cfg.ImportanceSamplingLevel, cfg.KLEstimator, cfg.Beta, cfg.EntropyCoef = v.loss, v.level, v.kl, v.beta, v.ent
+			cfg.EntropyAggregation = v.entAgg
+			cfg.Epsilon, cfg.EpsilonHigh = 0.2, 0.3
+			if v.level == LevelSequence {
+				cfg.Epsilon, cfg.EpsilonHigh = 0.1, 0.1
 			}
-			adv, _ := Advantages(b.Rewards, b.Group, cfg.Scale, cfg.StdEps)
+			adv, _ := Advantages(b.Rewards, b.Group, cfg)
 			var kept []*completion
 			for i := range b.Completions {
-				kept = append(kept, &completion{c: &b.Completions[i], prompt: b.Prompts[b.Completions[i].Prompt], adv: adv[i]})
+				kept = append(kept, &completion{c: &b.Completions[i], prompt: b.Prompts[b.Completions[i].Prompt], adv: adv[i], keep: true})
 			}
 			if v.beta > 0 {
 				if err := tr.referenceLogprobs(context.Background(), kept, b.Temperature, cfg); err != nil {
@@ -152,10 +164,10 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 			}
 			st := newStats()
 			tr.Policy.ZeroGrads()
-			if err := tr.microBatch(kept, tokenWeights(kept, cfg.Aggregation, b.MaxNewTokens), b.Temperature, cfg, &st, true); err != nil {
+			if err := tr.microBatch(kept, minibatchWeights(kept, cfg, b.MaxNewTokens), b.Temperature, cfg, &st, true); err != nil {
 				t.Fatal(err)
 			}
-			if st.clipLow+st.clipHigh == 0 && v.level == "token" {
+			if st.clipLow+st.clipHigh == 0 && v.level == LevelToken {
 				t.Fatal("no token is clipped: the test would not cover the clip")
 			}
 			grads, params := tr.Policy.GradsHost(), tr.Policy.ParamsHost()
@@ -192,22 +204,44 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 }
 
 // TestNoSignalNoChange is DESIGN §6.4: all advantages zero and β = 0 ⇒ loss 0 and the
-// parameters bit-identical after the step.
+// parameters bit-identical after the step, also after a real step has left AdamW with
+// momentum, and also when the rewards are equal but their std is not exactly 0 (eight
+// rewards of 0.7 have a std of 1.1e-16: counted as a tie, not amplified into an update).
 func TestNoSignalNoChange(t *testing.T) {
-	tr, b := setup(t, 5)
-	for i := range b.Rewards {
-		b.Rewards[i] = 0.5 // every group has zero variance: all advantages are 0
-	}
-	before := tr.Policy.ParamsHost()
-	m := step(t, tr, b, DefaultConfig())
-	if m["loss"] != 0 || m["no_signal"] != 1 || m["frac_reward_zero_std"] != 1 {
-		t.Fatalf("loss %g, no_signal %g, frac_reward_zero_std %g", m["loss"], m["no_signal"], m["frac_reward_zero_std"])
-	}
-	after := tr.Policy.ParamsHost()
-	for i := range before {
-		if math.Float32bits(before[i]) != math.Float32bits(after[i]) {
-			t.Fatalf("parameter %d changed with no signal", i)
-		}
+	for _, c := range []struct {
+		name   string
+		group  int
+		reward float64
+		warm   bool // a real step first, so AdamW has momentum to move the weights with
+	}{
+		{"exact tie", 4, 0.5, false},
+		{"exact tie after a step", 4, 0.5, true},
+		{"near tie", 8, 0.7, false},
+		{"near tie after a step", 8, 0.7, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, b := setupSampled(t, 5, rollout.Config{Group: c.group, MaxNewTokens: 10, Temperature: 0.9})
+			if c.warm {
+				step(t, tr, b, DefaultConfig())
+			}
+			if s := std(slices.Repeat([]float64{c.reward}, c.group), 0); c.name[:4] == "near" && s == 0 {
+				t.Fatalf("%d rewards of %g have std exactly 0: not a near tie", c.group, c.reward)
+			}
+			for i := range b.Rewards {
+				b.Rewards[i] = c.reward
+			}
+			before := tr.Policy.ParamsHost()
+			m := step(t, tr, b, DefaultConfig())
+			if m["loss"] != 0 || m["no_signal"] != 1 || m["frac_reward_zero_std"] != 1 || m["updates"] != 0 {
+				t.Fatalf("loss %g, no_signal %g, frac_reward_zero_std %g, updates %g", m["loss"], m["no_signal"], m["frac_reward_zero_std"], m["updates"])
+			}
+			after := tr.Policy.ParamsHost()
+			for i := range before {
+				if math.Float32bits(before[i]) != math.Float32bits(after[i]) {
+					t.Fatalf("parameter %d changed with no signal (%g → %g)", i, before[i], after[i])
+				}
+			}
+		})
 	}
 }
 
@@ -220,13 +254,13 @@ func captureGrads(tr *Trainer) *[]float32 {
 // TestMicroBatchSplitInvariance is DESIGN §6.5: the same minibatch split into 1, 2 or 4
 // micro-batches gives the same gradient (up to float32 summation order).
 func TestMicroBatchSplitInvariance(t *testing.T) {
-	for _, agg := range []string{"grpo", "dapo", "dr_grpo"} {
+	for _, loss := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO} {
 		var ref []float32
 		for _, micro := range []int{0, 8, 4} { // 16 completions: 1, 2 and 4 micro-batches
 			tr, b := setup(t, 6)
 			g := captureGrads(tr)
 			cfg := DefaultConfig()
-			cfg.Aggregation, cfg.MicroBatch, cfg.Beta = agg, micro, 0.05
+			cfg.LossType, cfg.MicroBatch, cfg.Beta, cfg.EntropyCoef, cfg.EntropyAggregation = loss, micro, 0.05, 0.01, EntropyTokenMean
 			step(t, tr, b, cfg)
 			if ref == nil {
 				ref = *g
@@ -238,7 +272,7 @@ func TestMicroBatchSplitInvariance(t *testing.T) {
 				worst = max(worst, math.Abs(float64((*g)[i]-ref[i])))
 			}
 			if worst > 1e-5*scale {
-				t.Errorf("%s with micro-batches of %d: gradient differs by %g (max |grad| %g)", agg, micro, worst, scale)
+				t.Errorf("%s with micro-batches of %d: gradient differs by %g (max |grad| %g)", loss, micro, worst, scale)
 			}
 		}
 	}
@@ -318,9 +352,9 @@ func TestEmptyBatchAndErrors(t *testing.T) {
 		t.Error("missing rewards: no error")
 	}
 	cfg := DefaultConfig()
-	cfg.Aggregation = "mean"
+	cfg.LossType = "mean"
 	if _, err := tr.Step(context.Background(), b, cfg); err == nil {
-		t.Error("unknown aggregation: no error")
+		t.Error("unknown loss_type: no error")
 	}
 	cfg = DefaultConfig()
 	cfg.Beta = 0.1

@@ -8,16 +8,16 @@ import (
 	"github.com/rookscript/rookscript/engine/gpt2"
 )
 
-// AdamWConfig holds AdamW's hyper-parameters.
+// AdamWConfig holds AdamW's hyper-parameters, named as torch.optim.AdamW names them.
 type AdamWConfig struct {
-	LR          float64 // default learning rate (a schedule may override it per step)
-	Beta1       float64
-	Beta2       float64
-	Eps         float64
-	WeightDecay float64
+	LR          float64 `json:"lr"` // the peak learning rate; the optimizer's Schedule shapes it per update
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
+	Eps         float64 `json:"eps"`
+	WeightDecay float64 `json:"weight_decay"`
 	// DecayAll applies weight decay to every tensor; by default only tensors with two or
 	// more dimensions (matrices and embeddings) decay, as in nanoGPT and most GPT-2 trainers.
-	DecayAll bool
+	DecayAll bool `json:"decay_all"`
 }
 
 // DefaultAdamW returns the usual GPT-2 fine-tuning settings.
@@ -42,11 +42,15 @@ func (c AdamWConfig) Validate() error {
 	return nil
 }
 
-// AdamW is the optimizer state of one model.
+// AdamW is the optimizer state of one model. It owns the learning rate: Config.LR shaped by
+// Schedule at each update. Config.LR and Steps are what a checkpoint stores, so a resume or a
+// rollback continues the schedule exactly; the Schedule itself is the recipe's, rebuilt
+// from its config.
 type AdamW struct {
-	Config AdamWConfig
-	Steps  int         // updates applied so far
-	M, V   backend.Buf // first and second moments, Layout order
+	Config   AdamWConfig
+	Schedule Schedule
+	Steps    int         // updates applied so far: the schedule's clock
+	M, V     backend.Buf // first and second moments, Layout order
 
 	model  *gpt2.Model
 	groups []group
@@ -64,7 +68,7 @@ func NewAdamW(m *gpt2.Model, cfg AdamWConfig) (*AdamW, error) {
 		return nil, err
 	}
 	m.EnsureGrads()
-	o := &AdamW{Config: cfg, model: m, M: m.B.Alloc(m.Layout.Total), V: m.B.Alloc(m.Layout.Total)}
+	o := &AdamW{Config: cfg, Schedule: ConstantSchedule(), model: m, M: m.B.Alloc(m.Layout.Total), V: m.B.Alloc(m.Layout.Total)}
 	for _, t := range m.Layout.Tensors {
 		decay := cfg.DecayAll || t.IsMatrix()
 		if n := len(o.groups); n > 0 && o.groups[n-1].decay == decay {
@@ -76,7 +80,31 @@ func NewAdamW(m *gpt2.Model, cfg AdamWConfig) (*AdamW, error) {
 	return o, nil
 }
 
-// Step applies one update with learning rate lr from the model's current gradients.
+// SetSchedule replaces the learning-rate schedule.
+func (o *AdamW) SetSchedule(s Schedule) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("adamw: %w", err)
+	}
+	o.Schedule = s
+	return nil
+}
+
+// LR is the learning rate of the next update: Config.LR shaped by the schedule.
+func (o *AdamW) LR() float64 { return o.Config.LR * o.Schedule.Factor(o.Steps+1) }
+
+// ScaleLR multiplies the learning rate by f (f > 0), every later update's included: the
+// schedule keeps its shape at the new height.
+func (o *AdamW) ScaleLR(f float64) error {
+	lr := o.Config.LR * f
+	if !(f > 0) || math.IsInf(lr, 0) {
+		return fmt.Errorf("adamw: the learning-rate factor must be a finite number > 0, got %g", f)
+	}
+	o.Config.LR = lr
+	return nil
+}
+
+// Step applies one update with learning rate lr from the model's current gradients; a
+// caller that follows the schedule passes LR().
 func (o *AdamW) Step(lr float64) {
 	o.Steps++
 	m, c := o.model, o.Config

@@ -5,42 +5,55 @@ import (
 	"math"
 )
 
-// Schedule gives the learning rate for a 1-based step.
+// ScheduleKind is the shape of the learning rate after its warm-up.
+type ScheduleKind string
+
+const (
+	ScheduleConstant ScheduleKind = "constant" // lr from the end of the warm-up on
+	ScheduleCosine   ScheduleKind = "cosine"   // cosine decay from lr to lr·lr_min_ratio at total_updates
+)
+
+// Schedule shapes the learning rate over optimizer updates: a linear warm-up from
+// lr/lr_warmup to lr over the first lr_warmup updates, then constant or a cosine decay. It
+// gives a factor of the optimizer's lr, so scaling lr (a recovery policy's move) scales the
+// whole schedule, floor included. Its clock is the optimizer's update count, which a
+// checkpoint restores, so a resumed run continues the schedule where it was.
 type Schedule struct {
-	Kind   string  // "constant", "linear" (warm-up then constant), "cosine" (warm-up then cosine decay)
-	Peak   float64 // learning rate after warm-up
-	Warmup int     // steps of linear warm-up from Peak/Warmup to Peak
-	Total  int     // cosine: step at which the rate reaches Min
-	Min    float64 // cosine: final rate
+	Kind     ScheduleKind `json:"lr_schedule"`
+	Warmup   int          `json:"lr_warmup"`     // updates of linear warm-up (0: none)
+	Total    int          `json:"total_updates"` // cosine: the update at which the rate reaches its floor
+	MinRatio float64      `json:"lr_min_ratio"`  // cosine: the floor as a fraction of lr
 }
 
-// Validate reports an unknown kind or inconsistent numbers.
+// ConstantSchedule is lr at every update.
+func ConstantSchedule() Schedule { return Schedule{Kind: ScheduleConstant} }
+
+// Validate reports an unknown kind or inconsistent numbers, naming the key.
 func (s Schedule) Validate() error {
-	switch s.Kind {
-	case "constant", "linear", "cosine":
-	default:
-		return fmt.Errorf("lr schedule: unknown kind %q (want constant, linear or cosine)", s.Kind)
-	}
-	if s.Warmup < 0 || (s.Kind == "cosine" && s.Total <= s.Warmup) {
-		return fmt.Errorf("lr schedule: need 0 ≤ warmup < total, got warmup %d total %d", s.Warmup, s.Total)
+	switch {
+	case s.Kind != ScheduleConstant && s.Kind != ScheduleCosine:
+		return fmt.Errorf("lr_schedule %q is not one of %q", string(s.Kind), []ScheduleKind{ScheduleConstant, ScheduleCosine})
+	case s.Warmup < 0:
+		return fmt.Errorf("lr_warmup must be ≥ 0, got %d", s.Warmup)
+	case !(s.MinRatio >= 0 && s.MinRatio <= 1):
+		return fmt.Errorf("lr_min_ratio must be in [0, 1], got %g", s.MinRatio)
+	case s.Kind == ScheduleCosine && s.Total <= s.Warmup:
+		return fmt.Errorf("total_updates must be > lr_warmup (%d) for a cosine schedule, got %d", s.Warmup, s.Total)
 	}
 	return nil
 }
 
-// At returns the learning rate of step (1-based).
-func (s Schedule) At(step int) float64 {
-	if s.Kind == "constant" {
-		return s.Peak
+// Factor is the multiplier of lr at update (1-based).
+func (s Schedule) Factor(update int) float64 {
+	if s.Warmup > 0 && update <= s.Warmup {
+		return float64(update) / float64(s.Warmup)
 	}
-	if step <= s.Warmup {
-		return s.Peak * float64(step) / float64(s.Warmup)
+	if s.Kind != ScheduleCosine {
+		return 1
 	}
-	if s.Kind == "linear" {
-		return s.Peak
+	if update >= s.Total {
+		return s.MinRatio
 	}
-	if step >= s.Total {
-		return s.Min
-	}
-	p := float64(step-s.Warmup) / float64(s.Total-s.Warmup)
-	return s.Min + 0.5*(s.Peak-s.Min)*(1+math.Cos(math.Pi*p))
+	p := float64(update-s.Warmup) / float64(s.Total-s.Warmup)
+	return s.MinRatio + 0.5*(1-s.MinRatio)*(1+math.Cos(math.Pi*p))
 }

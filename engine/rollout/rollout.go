@@ -16,16 +16,17 @@ import (
 // EOT is GPT-2's <|endoftext|>: the document separator and the stop token.
 const EOT int32 = 50256
 
-// Config says how to sample.
+// Config says how to sample. Each field's json tag is its one name in option tables and
+// recipe configs (TRL's where TRL has the setting).
 type Config struct {
-	Group        int     // completions per prompt (G)
-	MaxNewTokens int     // a completion that reaches this without the stop token is truncated
-	Temperature  float32 // logprobs are recorded under softmax(logits / Temperature)
+	Group        int     `json:"group"`          // completions per prompt (G)
+	MaxNewTokens int     `json:"max_new_tokens"` // a completion that reaches this without the stop token is truncated
+	Temperature  float32 `json:"temperature"`    // logprobs are recorded under softmax(logits / Temperature)
 	Shaping              // top-k / top-p / greedy: what is sampled, never what is recorded
-	Seed         uint64  // base of every completion's random stream
-	StopToken    int32   // EOT unless set; a model with a small vocabulary may use another id
+	Seed         uint64  `json:"seed"` // base of every completion's random stream
+	StopToken    int32   `json:"-"`    // EOT unless set; a model with a small vocabulary may use another id
 	// Decode turns completion tokens (without the stop token) into text; optional.
-	Decode func([]int32) string
+	Decode func([]int32) string `json:"-"`
 }
 
 // Validate reports unusable values, naming the field.
@@ -40,6 +41,16 @@ func (c Config) Validate() error {
 	}
 	if err := c.Shaping.Validate(); err != nil {
 		return fmt.Errorf("rollout: %w", err)
+	}
+	return nil
+}
+
+// ValidateContext reports whether completions of MaxNewTokens fit a model's context of n
+// positions after a prompt of at least one token; checked before any work, where
+// Generate would find out only at the first prompt.
+func (c Config) ValidateContext(n int) error {
+	if c.MaxNewTokens >= n {
+		return fmt.Errorf("rollout: max_new_tokens must be < %d (the model's context, less one prompt token), got %d", n, c.MaxNewTokens)
 	}
 	return nil
 }
@@ -59,6 +70,7 @@ type Batch struct {
 	Prompts      [][]int32
 	Group        int
 	Temperature  float32
+	Shaping      Shaping // how the tokens were drawn; the logprobs are of softmax(logits/Temperature) regardless
 	MaxNewTokens int
 	Completions  []Completion
 
@@ -120,7 +132,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		return nil, fmt.Errorf("rollout: stop token %d is outside the model's vocabulary of %d", cfg.StopToken, m.Config.VocabSize)
 	}
 	if len(prompts) == 0 {
-		return &Batch{Group: cfg.Group, Temperature: cfg.Temperature, MaxNewTokens: cfg.MaxNewTokens}, nil
+		return &Batch{Group: cfg.Group, Temperature: cfg.Temperature, Shaping: cfg.Shaping, MaxNewTokens: cfg.MaxNewTokens}, nil
 	}
 	start := time.Now()
 	longest := 0
@@ -152,7 +164,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		slots = len(prompts) * g
 	}
 
-	b := &Batch{Prompts: prompts, Group: g, Temperature: cfg.Temperature, MaxNewTokens: cfg.MaxNewTokens,
+	b := &Batch{Prompts: prompts, Group: g, Temperature: cfg.Temperature, Shaping: cfg.Shaping, MaxNewTokens: cfg.MaxNewTokens,
 		Completions: make([]Completion, slots)}
 	b.Stats.PrefillTokens = len(pb.Tokens)
 	prefillSlots := make([]int32, len(prompts))

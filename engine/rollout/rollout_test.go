@@ -216,3 +216,43 @@ func TestGenerateErrors(t *testing.T) {
 		t.Errorf("no prompts: %v, %v", b, err)
 	}
 }
+
+// TestShapingRecorded: a batch says how its tokens were drawn, and the description names
+// every part of the shaping in effect.
+func TestShapingRecorded(t *testing.T) {
+	s := NewSampler(tinyModel(t, 1))
+	ps := prompts(rand.New(rand.NewPCG(2, 2)), 3, 5)
+	for _, c := range []struct {
+		shape  Shaping
+		shaped bool
+		text   string
+	}{
+		{Shaping{}, false, "no shaping"},
+		{Shaping{TopP: 1}, false, "no shaping"},
+		{Shaping{TopK: 5}, true, "top_k = 5"},
+		{Shaping{TopK: 5, TopP: 0.9}, true, "top_k = 5, top_p = 0.9"},
+		{Shaping{Greedy: true}, true, "greedy = true"},
+	} {
+		cfg := baseConfig()
+		cfg.Shaping = c.shape
+		b := generate(t, s, ps, cfg)
+		if b.Shaping != c.shape || b.Temperature != cfg.Temperature {
+			t.Errorf("%+v: batch records %+v at temperature %g", c.shape, b.Shaping, b.Temperature)
+		}
+		if c.shape.Shaped() != c.shaped || c.shape.String() != c.text {
+			t.Errorf("%+v: Shaped %v %q, want %v %q", c.shape, c.shape.Shaped(), c.shape.String(), c.shaped, c.text)
+		}
+	}
+}
+
+func TestValidateContext(t *testing.T) {
+	cfg := baseConfig()
+	cfg.MaxNewTokens = 39
+	if err := cfg.ValidateContext(40); err != nil {
+		t.Errorf("39 new tokens after a 1-token prompt fit 40: %v", err)
+	}
+	cfg.MaxNewTokens = 40
+	if err := cfg.ValidateContext(40); err == nil || err.Error() != "rollout: max_new_tokens must be < 40 (the model's context, less one prompt token), got 40" {
+		t.Errorf("40 new tokens in a context of 40: %v", err)
+	}
+}

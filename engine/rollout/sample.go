@@ -4,13 +4,35 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Shaping narrows the distribution a token is sampled from. Zero values disable each part.
 type Shaping struct {
-	TopK   int     // keep the k most probable tokens (0: all)
-	TopP   float64 // keep the smallest most-probable set with mass ≥ TopP (0 or 1: all)
-	Greedy bool    // take the most probable token (ties: lowest id)
+	TopK   int     `json:"top_k"`  // keep the k most probable tokens (0: all)
+	TopP   float64 `json:"top_p"`  // keep the smallest most-probable set with mass ≥ TopP (0 or 1: all)
+	Greedy bool    `json:"greedy"` // take the most probable token (ties: lowest id)
+}
+
+// Shaped reports whether tokens are drawn from anything narrower than the full softmax.
+func (s Shaping) Shaped() bool { return s.Greedy || s.TopK > 0 || (s.TopP > 0 && s.TopP < 1) }
+
+// String names the shaping in effect, e.g. "top_k = 5, top_p = 0.9" ("no shaping").
+func (s Shaping) String() string {
+	var parts []string
+	if s.Greedy {
+		parts = append(parts, "greedy = true")
+	}
+	if s.TopK > 0 {
+		parts = append(parts, fmt.Sprintf("top_k = %d", s.TopK))
+	}
+	if s.TopP > 0 && s.TopP < 1 {
+		parts = append(parts, fmt.Sprintf("top_p = %g", s.TopP))
+	}
+	if len(parts) == 0 {
+		return "no shaping"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Validate reports unusable values, naming the field.

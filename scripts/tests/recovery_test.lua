@@ -8,6 +8,7 @@ local function fakes()
   local opt = { value = 1e-3 }
   function opt:lr() return self.value end
   function opt:set_lr(v) self.value = v end
+  function opt:scale_lr(f) self.value = self.value * f end
   local run = { rollbacks = 0 }
   function run:rollback() self.rollbacks = self.rollbacks + 1; return 40 end
   return opt, run

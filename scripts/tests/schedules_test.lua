@@ -4,8 +4,9 @@ local sched = require("schedules")
 local T = {}
 
 function T.test_kl_warmup_kinds()
-  local cfg = { kl_coef = 0.1, kl_warmup = 10 }
+  local cfg = { beta = 0.1, kl_warmup = 10 }
   check.near(sched.kl_warmup(5, cfg), 0.05, 1e-12, "linear halfway")
+  check.near(sched.kl_warmup(5, { kl_coef = 0.1, kl_warmup = 10 }), 0.05, 1e-12, "kl_coef, the older name")
   check.near(sched.kl_warmup(20, cfg), 0.1, 1e-12, "linear after warm-up")
   cfg.kl_schedule = "step"
   check.eq(sched.kl_warmup(9, cfg), 0, "step before")

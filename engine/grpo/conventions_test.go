@@ -1,0 +1,258 @@
+package grpo
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/rollout"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{DefaultConfig(), TRLConfig()} {
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"std_eps 0", func(c *Config) { c.StdEps = 0 }, "std_eps must be > 0"},
+		{"std_eps < 0", func(c *Config) { c.StdEps = -1e-4 }, "std_eps must be a finite number ≥ 0"},
+		{"std_eps NaN", func(c *Config) { c.StdEps = math.NaN() }, "std_eps"},
+		{"beta NaN", func(c *Config) { c.Beta = math.NaN() }, "beta must be a finite number ≥ 0, got NaN"},
+		{"beta Inf", func(c *Config) { c.Beta = math.Inf(1) }, "beta must be a finite"},
+		{"epsilon 1", func(c *Config) { c.Epsilon = 1 }, "epsilon must be < 1"},
+		{"std_ddof 2", func(c *Config) { c.StdDDOF = 2 }, "std_ddof must be 0 or 1"},
+		{"loss_type", func(c *Config) { c.LossType = "mean" }, `loss_type "mean" is not one of ["grpo" "bnpo" "dapo" "dr_grpo"]`},
+		{"scale_rewards", func(c *Config) { c.ScaleRewards = "prompt" }, `scale_rewards "prompt"`},
+		{"importance_sampling_level", func(c *Config) { c.ImportanceSamplingLevel = "seq" }, `importance_sampling_level "seq"`},
+		{"kl_estimator", func(c *Config) { c.KLEstimator = "k4" }, `kl_estimator "k4"`},
+		{"entropy_aggregation", func(c *Config) { c.EntropyAggregation = "sum" }, `entropy_aggregation "sum"`},
+		{"num_iterations", func(c *Config) { c.NumIterations = 0 }, "num_iterations must be ≥ 1"},
+		{"minibatches", func(c *Config) { c.Minibatches = 0 }, "minibatches must be ≥ 1"},
+		{"trl_compat with ddof 0", func(c *Config) { *c = TRLConfig(); c.StdDDOF = 0 }, "trl_compat = true fixes std_ddof = 1"},
+		{"trl_compat with entropy as loss", func(c *Config) { *c = TRLConfig(); c.EntropyAggregation = EntropyAsLoss }, "fixes entropy_aggregation"},
+		{"trl_compat without masked_in_denominator", func(c *Config) { *c = TRLConfig(); c.MaskedInDenominator = false }, "fixes masked_in_denominator"},
+	} {
+		cfg := DefaultConfig()
+		c.edit(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestAdvantageConventions: the group mean is subtracted; the divisor is the group's std,
+// the batch's or none, with ddof 0 (this project) or 1 (TRL, torch.std), plus std_eps; a
+// group without variance gets exactly 0 whatever the scale.
+func TestAdvantageConventions(t *testing.T) {
+	rewards := []float64{1, 0, 0, 0, 0.2, 0.4, 0.6, 0.8, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7}
+	const eps = 1e-4
+	// The batch's std: mean 0.5375, Σ(r−m)² = 1.4975 over 16 values.
+	batchPop, batchUnb := math.Sqrt(1.4975/16), math.Sqrt(1.4975/15)
+	for _, c := range []struct {
+		scale Scale
+		ddof  int
+		want  [8]float64 // the first two groups; the last two are ties
+	}{
+		{ScaleGroup, 0, [8]float64{0.75 / (math.Sqrt(3.0/16) + eps), -0.25 / (math.Sqrt(3.0/16) + eps), 0, 0,
+			-0.3 / (math.Sqrt(0.05) + eps), -0.1 / (math.Sqrt(0.05) + eps), 0.1 / (math.Sqrt(0.05) + eps), 0.3 / (math.Sqrt(0.05) + eps)}},
+		{ScaleGroup, 1, [8]float64{0.75 / (0.5 + eps), -0.25 / (0.5 + eps), 0, 0,
+			-0.3 / (math.Sqrt(0.2/3) + eps), -0.1 / (math.Sqrt(0.2/3) + eps), 0.1 / (math.Sqrt(0.2/3) + eps), 0.3 / (math.Sqrt(0.2/3) + eps)}},
+		{ScaleBatch, 0, [8]float64{0.75 / (batchPop + eps), -0.25 / (batchPop + eps), 0, 0, -0.3 / (batchPop + eps), -0.1 / (batchPop + eps), 0.1 / (batchPop + eps), 0.3 / (batchPop + eps)}},
+		{ScaleBatch, 1, [8]float64{0.75 / (batchUnb + eps), -0.25 / (batchUnb + eps), 0, 0, -0.3 / (batchUnb + eps), -0.1 / (batchUnb + eps), 0.1 / (batchUnb + eps), 0.3 / (batchUnb + eps)}},
+		{ScaleNone, 1, [8]float64{0.75, -0.25, 0, 0, -0.3, -0.1, 0.1, 0.3}},
+	} {
+		cfg := DefaultConfig()
+		cfg.ScaleRewards, cfg.StdDDOF = c.scale, c.ddof
+		adv, zero := Advantages(rewards, 4, cfg)
+		want := c.want
+		want[2], want[3] = want[1], want[1]
+		for i, w := range want {
+			if math.Abs(adv[i]-w) > 1e-12 {
+				t.Errorf("%s ddof %d: advantage %d = %.15g, want %.15g", c.scale, c.ddof, i, adv[i], w)
+			}
+		}
+		for i := 8; i < 16; i++ {
+			if adv[i] != 0 {
+				t.Errorf("%s ddof %d: tied group's advantage %d = %g, want exactly 0", c.scale, c.ddof, i, adv[i])
+			}
+		}
+		if zero[0] || zero[1] || !zero[2] || !zero[3] {
+			t.Errorf("%s ddof %d: zero-variance groups %v, want [false false true true]", c.scale, c.ddof, zero)
+		}
+	}
+	// With a negligible eps the two conventions differ by exactly √(G/(G−1)): +15% at G = 4.
+	pop, unb := DefaultConfig(), DefaultConfig()
+	pop.StdEps, unb.StdEps, unb.StdDDOF = 1e-300, 1e-300, 1
+	a0, _ := Advantages(rewards[:4], 4, pop)
+	a1, _ := Advantages(rewards[:4], 4, unb)
+	if r := a0[0] / a1[0]; math.Abs(r-math.Sqrt(4.0/3)) > 1e-12 {
+		t.Errorf("ddof 0 / ddof 1 advantage ratio %.15g, want √(4/3)", r)
+	}
+}
+
+// tieHalf makes the first two of the batch's four groups zero-variance.
+func tieHalf(b *rollout.Batch) {
+	for i := range 2 * b.Group {
+		b.Rewards[i] = 0.5
+	}
+}
+
+// TestMaskedInDenominator: with half the groups left out by drop_zero_std, removing them
+// from the denominator (this project's default) doubles the gradient of the grpo and
+// dr_grpo losses compared with keeping them there (TRL's completion mask), and scales the
+// dapo gradient by all tokens / kept tokens; bnpo counts only kept tokens either way.
+func TestMaskedInDenominator(t *testing.T) {
+	for _, loss := range []LossType{LossGRPO, LossDrGRPO, LossDAPO, LossBNPO} {
+		var grads [2][]float32
+		var b *rollout.Batch
+		for i, inDenominator := range []bool{false, true} {
+			var tr *Trainer
+			tr, b = setup(t, 12)
+			tieHalf(b)
+			g := captureGrads(tr)
+			cfg := DefaultConfig()
+			cfg.LossType, cfg.DropZeroStd, cfg.MaskedInDenominator = loss, true, inDenominator
+			m := step(t, tr, b, cfg)
+			if m["completions/kept"] != 8 {
+				t.Fatalf("%s: kept %g completions, want 8", loss, m["completions/kept"])
+			}
+			grads[i] = *g
+		}
+		want := 2.0
+		switch loss {
+		case LossDAPO:
+			all, kept := 0, 0
+			for i, c := range b.Completions {
+				all += len(c.Tokens)
+				if i >= 2*b.Group {
+					kept += len(c.Tokens)
+				}
+			}
+			want = float64(all) / float64(kept)
+		case LossBNPO:
+			want = 1
+		}
+		scale, worst := 0.0, 0.0
+		for i := range grads[0] {
+			scale = max(scale, math.Abs(float64(grads[1][i])))
+			worst = max(worst, math.Abs(float64(grads[0][i])-want*float64(grads[1][i])))
+		}
+		if scale == 0 || worst > 1e-5*scale*want {
+			t.Errorf("%s: gradient out of the denominator ≠ %.4g × gradient kept in it (max deviation %g of %g)", loss, want, worst, scale)
+		}
+	}
+}
+
+// TestEntropyAggregation: entropy_aggregation = token_mean weights the entropy term by the
+// mean over the minibatch's tokens (TRL's convention for entropy), so entropy_loss equals
+// the token-mean entropy; "loss" weights it like the grpo loss (per sequence, then over
+// sequences), which differs when lengths differ.
+func TestEntropyAggregation(t *testing.T) {
+	for _, agg := range []EntropyAggregation{EntropyTokenMean, EntropyAsLoss} {
+		tr, b := setup(t, 13)
+		for i := range b.Completions { // lengths 1 to 5 (prefixes of what was sampled)
+			c := &b.Completions[i]
+			n := min(len(c.Tokens), 1+i%5)
+			c.Tokens, c.LogProbs = c.Tokens[:n], c.LogProbs[:n]
+		}
+		cfg := DefaultConfig()
+		cfg.EntropyCoef, cfg.EntropyAggregation = 0.01, agg
+		m := step(t, tr, b, cfg)
+		d := math.Abs(m["entropy_loss"] - m["entropy"])
+		if agg == EntropyTokenMean && d > 1e-9 {
+			t.Errorf("token_mean: entropy term %g, token-mean entropy %g", m["entropy_loss"], m["entropy"])
+		}
+		if agg == EntropyAsLoss && d < 1e-6 {
+			t.Errorf("loss: entropy term %g equals the token mean %g: the sequence weighting is not applied", m["entropy_loss"], m["entropy"])
+		}
+	}
+}
+
+// TestFirstMinibatchMeasured: ratio/first_max_abs_log and kl/first_max come from the first
+// minibatch that runs, also when the first minibatch is empty (fewer completions kept than
+// minibatches), instead of reading 0.
+func TestFirstMinibatchMeasured(t *testing.T) {
+	tr, b := setup(t, 14)
+	tieHalf(b) // 8 completions kept, 16 minibatches: every other one is empty, the first too
+	for i := range b.Completions {
+		for j := range b.Completions[i].LogProbs {
+			b.Completions[i].LogProbs[j] -= 0.25 // the sampled logprobs disagree with the policy by 0.25
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.DropZeroStd, cfg.Minibatches, cfg.Beta = true, 16, 0.1
+	m := step(t, tr, b, cfg)
+	if got := m["ratio/first_max_abs_log"]; math.Abs(got-0.25) > 1e-3 {
+		t.Errorf("ratio/first_max_abs_log = %g, want ≈ 0.25 (the first non-empty minibatch's)", got)
+	}
+	if got := m["kl/first_max"]; math.Abs(got) > 1e-5 {
+		t.Errorf("kl/first_max = %g before any update", got)
+	}
+	if m["updates"] != 8 {
+		t.Errorf("%g updates, want one per non-empty minibatch (8)", m["updates"])
+	}
+}
+
+// TestSamplingShapingRecorded: how a batch was drawn is in the step's metrics; a shaped
+// batch draws one warning per trainer; a greedy batch is refused unless allow_greedy.
+func TestSamplingShapingRecorded(t *testing.T) {
+	var warnings []string
+	tr, b := setupSampled(t, 15, rollout.Config{Group: 4, MaxNewTokens: 10, Temperature: 0.7, Shaping: rollout.Shaping{TopK: 5, TopP: 0.9}})
+	tr.Warn = func(s string) { warnings = append(warnings, s) }
+	m := step(t, tr, b, DefaultConfig())
+	if m["sampling/top_k"] != 5 || m["sampling/top_p"] != 0.9 || m["sampling/greedy"] != 0 || math.Abs(m["sampling/temperature"]-0.7) > 1e-7 {
+		t.Errorf("sampling metrics: top_k %g top_p %g greedy %g temperature %g", m["sampling/top_k"], m["sampling/top_p"], m["sampling/greedy"], m["sampling/temperature"])
+	}
+	step(t, tr, b, DefaultConfig())
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "top_k = 5, top_p = 0.9") || !strings.Contains(warnings[0], "softmax(logits/0.7)") {
+		t.Errorf("warnings after two shaped steps: %q, want one naming the shaping", warnings)
+	}
+
+	plain, pb := setup(t, 15)
+	plain.Warn = func(s string) { t.Errorf("unshaped batch warned: %s", s) }
+	step(t, plain, pb, DefaultConfig())
+
+	gr, gb := setupSampled(t, 15, rollout.Config{Group: 4, MaxNewTokens: 10, Temperature: 1, Shaping: rollout.Shaping{Greedy: true}})
+	if _, err := gr.Step(context.Background(), gb, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "allow_greedy") {
+		t.Fatalf("a greedy batch: error %v, want a refusal naming allow_greedy", err)
+	}
+	cfg := DefaultConfig()
+	cfg.AllowGreedy = true
+	if m := step(t, gr, gb, cfg); m["sampling/greedy"] != 1 {
+		t.Errorf("sampling/greedy = %g", m["sampling/greedy"])
+	}
+}
+
+// TestSequenceLevelWarning: sequence-level ratios with a token-summed loss weight each
+// sequence by its length; TRL warns, and so does a step, once.
+func TestSequenceLevelWarning(t *testing.T) {
+	for _, loss := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO} {
+		var warnings []string
+		tr, b := setup(t, 16)
+		tr.Warn = func(s string) { warnings = append(warnings, s) }
+		cfg := DefaultConfig()
+		cfg.LossType, cfg.ImportanceSamplingLevel = loss, LevelSequence
+		step(t, tr, b, cfg)
+		step(t, tr, b, cfg)
+		want := 1
+		if loss == LossGRPO {
+			want = 0
+		}
+		if len(warnings) != want || (want == 1 && !strings.Contains(warnings[0], "loss_type = "+string(loss))) {
+			t.Errorf("%s: warnings %q, want %d", loss, warnings, want)
+		}
+	}
+}
+
+func TestGroupOfOneRefused(t *testing.T) {
+	tr, b := setupSampled(t, 17, rollout.Config{Group: 1, MaxNewTokens: 6, Temperature: 1})
+	if _, err := tr.Step(context.Background(), b, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "groups of 1") {
+		t.Fatalf("group 1: error %v", err)
+	}
+}

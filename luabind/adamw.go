@@ -1,0 +1,118 @@
+package luabind
+
+import (
+	"fmt"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rookscript/rookscript/engine/optim"
+)
+
+const adamType = "rook.adamw"
+
+// adam is an optimizer bound to one model.
+type adam struct {
+	o     *optim.AdamW
+	model *model
+}
+
+func (a *adam) String() string {
+	c, s := a.o.Config, a.o.Schedule
+	return fmt.Sprintf("rook.adamw(lr=%g, betas={%g, %g}, eps=%g, weight_decay=%g, lr_schedule=%s, lr_warmup=%d, steps=%d)",
+		c.LR, c.Beta1, c.Beta2, c.Eps, c.WeightDecay, s.Kind, s.Warmup, a.o.Steps)
+}
+
+func checkAdam(L *lua.LState, n int) *adam { return check[*adam](L, n, adamType) }
+
+// adamwOptions are rook.adamw's settings: AdamW's own and its learning-rate schedule's.
+type adamwOptions struct {
+	optim.AdamWConfig
+	optim.Schedule
+}
+
+// readAdamW reads rook.adamw's options over the defaults: every setting of adamwOptions,
+// and betas = {beta1, beta2} as torch spells them.
+func readAdamW(t *lua.LTable) (adamwOptions, error) {
+	o := adamwOptions{AdamWConfig: optim.DefaultAdamW(), Schedule: optim.ConstantSchedule()}
+	if err := decodeOptions(t, &o, "betas"); err != nil {
+		return o, err
+	}
+	if t != nil {
+		switch b := t.RawGetString("betas").(type) {
+		case *lua.LNilType:
+		case *lua.LTable:
+			n1, ok1 := b.RawGetInt(1).(lua.LNumber)
+			n2, ok2 := b.RawGetInt(2).(lua.LNumber)
+			if !ok1 || !ok2 || b.Len() != 2 {
+				return o, fmt.Errorf(`option "betas" must be {beta1, beta2}`)
+			}
+			o.Beta1, o.Beta2 = float64(n1), float64(n2)
+		default:
+			return o, fmt.Errorf(`option "betas" must be a table {beta1, beta2}, got a %s`, b.Type())
+		}
+	}
+	if err := o.AdamWConfig.Validate(); err != nil {
+		return o, err
+	}
+	if err := o.Schedule.Validate(); err != nil {
+		return o, fmt.Errorf("adamw: %w", err)
+	}
+	return o, nil
+}
+
+// rook.adamw(model, {lr=, betas={b1, b2}, eps=, weight_decay=, decay_all=, lr_schedule=,
+// lr_warmup=, total_updates=, lr_min_ratio=}) → optimizer. The optimizer owns the learning
+// rate: lr shaped per update by the schedule (a linear warm-up over lr_warmup updates, then
+// "constant" or "cosine" down to lr·lr_min_ratio at total_updates).
+func (e *Env) luaAdamW(L *lua.LState) int {
+	m := checkModel(L, 1)
+	if m.frozen {
+		L.ArgError(1, "a reference model is frozen: it cannot have an optimizer")
+	}
+	o, err := readAdamW(L.OptTable(2, nil))
+	if err != nil {
+		L.RaiseError("rook.adamw: %s", bare(err, "adamw"))
+	}
+	opt, err := optim.NewAdamW(m.m, o.AdamWConfig)
+	if err == nil {
+		err = opt.SetSchedule(o.Schedule)
+	}
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	L.Push(newUserData(L, adamType, &adam{o: opt, model: m}))
+	return 1
+}
+
+var adamMethods = map[string]lua.LGFunction{
+	// opt:steps() → updates applied so far (the schedule's clock).
+	"steps": func(L *lua.LState) int { L.Push(lua.LNumber(checkAdam(L, 1).o.Steps)); return 1 },
+	// opt:lr() → the learning rate of the next update.
+	"lr": func(L *lua.LState) int { L.Push(lua.LNumber(checkAdam(L, 1).o.LR())); return 1 },
+	// opt:set_lr(lr) sets the peak rate the schedule shapes.
+	"set_lr": func(L *lua.LState) int {
+		a := checkAdam(L, 1)
+		lr := float64(L.CheckNumber(2))
+		c := a.o.Config
+		c.LR = lr
+		if err := c.Validate(); err != nil {
+			L.ArgError(2, err.Error())
+		}
+		a.o.Config.LR = lr
+		return 0
+	},
+	// opt:scale_lr(f) multiplies the rate of every later update by f (a recovery policy's
+	// move; the schedule keeps its shape).
+	"scale_lr": func(L *lua.LState) int {
+		if err := checkAdam(L, 1).o.ScaleLR(float64(L.CheckNumber(2))); err != nil {
+			L.ArgError(2, err.Error())
+		}
+		return 0
+	},
+	// opt:options() → the optimizer's settings under their canonical names.
+	"options": func(L *lua.LState) int {
+		a := checkAdam(L, 1)
+		L.Push(settingsTable(L, adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule}))
+		return 1
+	},
+}

@@ -1,0 +1,104 @@
+package luabind_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/luabind"
+)
+
+// TestRecipeConfigRejectedBeforeWork runs the real recipes/grpo_stable.lua with one bad
+// config value at a time. Each is refused with an error that names its key and carries no
+// Lua traceback, before Stockfish starts (the error's line is above the recipe's
+// rook.stockfish call), before any model loads and before the run directory exists. Only
+// max_new_tokens needs the model to be known: it is refused right after the load, still
+// before the run directory. No value is silently replaced (stockfish_depth 0, keep 0).
+func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
+	const recipe = "../recipes/grpo_stable.lua"
+	src, err := os.ReadFile(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineOf := func(s string) int {
+		i := strings.Index(string(src), s)
+		if i < 0 {
+			t.Fatalf("%s has no %q", recipe, s)
+		}
+		return strings.Count(string(src[:i]), "\n") + 1
+	}
+	stockfishLine, loadLine := lineOf("rook.stockfish{"), lineOf("rook.load(")
+	errLine := regexp.MustCompile(`grpo_stable\.lua:(\d+):`)
+
+	for _, c := range []struct {
+		arg, want string
+		afterLoad bool
+	}{
+		{"group=1", "group must be an integer ≥ 2, got 1", false},
+		{"prompts=0", "prompts must be an integer ≥ 1, got 0", false},
+		{"steps=2.5", "steps must be an integer ≥ 1, got 2.5", false},
+		{"env_fraction=1.5", "env_fraction must be a finite number in [0, 1], got 1.5", false},
+		{"stockfish_depth=0", "stockfish_depth must be an integer ≥ 1, got 0", false},
+		{"stockfish_workers=0", "stockfish_workers must be an integer ≥ 1, got 0", false},
+		{"micro_batch=0", "micro_batch must be an integer ≥ 1, got 0", false},
+		{"save_every=0", "save_every must be an integer ≥ 1, got 0", false},
+		{"keep=0", "keep must be an integer ≥ 1, got 0", false},
+		{"kl_schedule=sigmoid", "kl_schedule must be one of constant, linear, step", false},
+		{"kl_coef=nan", `override kl_coef=nan: want a finite number, got "nan"`, false},
+		{"beta=inf", `override beta=inf: want a finite number, got "inf"`, false},
+		{"lr=nan", `override lr=nan: want a finite number, got "nan"`, false},
+		{"beta=-0.1", "beta must be a finite number ≥ 0, got -0.1", false},
+		{"lr=-1", "lr must be a finite number ≥ 0, got -1", false},
+		{"lr_schedule=cosinee", `lr_schedule "cosinee" is not one of`, false},
+		{"lr_warmup=-1", "lr_warmup must be ≥ 0", false},
+		{"loss_type=mean", `loss_type "mean" is not one of`, false},
+		{"aggregation=mean", `loss_type "mean" is not one of`, false},
+		{"epsilon=1.5", "epsilon must be < 1", false},
+		{"num_iterations=0", "num_iterations must be ≥ 1", false},
+		{"temperature=0", "temperature must be > 0", false},
+		{"top_p=2", "top_p must be in [0, 1]", false},
+		{"top_k=-1", "top_k must be ≥ 0", false},
+		{"max_new_tokens=256", "max_new_tokens must be < 256", true},
+	} {
+		t.Run(c.arg, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			var out strings.Builder
+			e, err := luabind.New(luabind.Options{Args: []string{c.arg, "model=random:tiny", "run_dir=" + dir},
+				Recipe: recipe, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			err = e.RunFile(context.Background(), recipe)
+			if err == nil {
+				t.Fatal("the recipe ran")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q does not say %q", msg, c.want)
+			}
+			if strings.Contains(msg, "stack traceback") {
+				t.Errorf("a config error with a Lua traceback:\n%s", msg)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the run directory was created")
+			}
+			m := errLine.FindStringSubmatch(msg)
+			if m == nil {
+				t.Fatalf("error %q names no recipe line", msg)
+			}
+			line, _ := strconv.Atoi(m[1])
+			loaded := strings.Contains(out.String(), "model: ")
+			switch {
+			case !c.afterLoad && (line >= stockfishLine || loaded):
+				t.Errorf("refused at line %d (Stockfish starts at line %d), model loaded: %v", line, stockfishLine, loaded)
+			case c.afterLoad && (line <= loadLine || !loaded):
+				t.Errorf("refused at line %d, want just after the model loads (line %d)", line, loadLine)
+			}
+		})
+	}
+}
