@@ -65,6 +65,9 @@ func (e *Env) luaConfig(L *lua.LState) int {
 }
 
 func (e *Env) resolveConfig(cfg map[string]any) error {
+	if resumed, err := e.resumeConfig(cfg); resumed || err != nil {
+		return err
+	}
 	tomlPath := ""
 	for _, o := range e.args {
 		if o.key == "config" {
