@@ -101,6 +101,9 @@ func finiteValues(m map[string]any, prefix string) error {
 }
 
 func (e *Env) resolveConfig(cfg map[string]any) error {
+	if resumed, err := e.resumeConfig(cfg); resumed || err != nil {
+		return err
+	}
 	tomlPath := ""
 	for _, o := range e.args {
 		if o.key == "config" {

@@ -30,7 +30,7 @@ func TestConfigSources(t *testing.T) {
 		{"toml beside the recipe", "steps = 50\nname = \"t\"\n[opt]\nbetas = [0.8, 0.9]\n", nil, "50\t1e-05\tt\t0.9\tfalse\t-"},
 		{"override beats toml", "steps = 50\n", []string{"steps=60", "flag=true"}, "60\t1e-05\tbase\t0.95\ttrue\t-"},
 		{"config= names another file", "steps = 50\n", []string{"config=" + other}, "7\t1e-05\tbase\t0.95\tfalse\t-"},
-		{"resume is always accepted", "", []string{"resume=runs/x"}, "200\t1e-05\tbase\t0.95\tfalse\truns/x"},
+		{"resume needs a run to resume", "", []string{"resume=runs/x"}, "resume=runs/x: runs/x is not a run directory"},
 		{"unknown toml key", "stpes = 5\n", nil, `train.toml: unknown key "stpes" (did you mean "steps"?)`},
 		{"toml type mismatch", "name = 5\n", nil, `key "name": want a string like the recipe's default, got a number`},
 		{"nested unknown", "[opt]\nbeta = 1\n", nil, `unknown key "opt.beta"`},

@@ -43,6 +43,11 @@ type Env struct {
 	closers  []io.Closer
 	config   map[string]any // the resolved rook.config, for run directories
 	progress *progress      // the current run's progress line, which logs and prints keep intact
+
+	resume  *resumeInfo // set by rook.config when the command line resumes a run
+	pending []*model    // models whose "model:" line waits for the resume (rook.load)
+	runs    []*run      // every run this environment opened, in order
+	intr    *interrupts // shared with the environments rook.exec starts
 }
 
 // UsageError is an error in how rookscript was invoked (exit code 2), not in the recipe.
@@ -57,7 +62,8 @@ func New(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, UsageError{err}
 	}
-	e := &Env{opts: opts, out: opts.Stdout, args: args, usedA: map[string]bool{}, backends: map[string]backend.Backend{}}
+	e := &Env{opts: opts, out: opts.Stdout, args: args, usedA: map[string]bool{}, backends: map[string]backend.Backend{},
+		intr: &interrupts{}}
 	if e.out == nil {
 		e.out = os.Stdout
 	}
@@ -118,14 +124,17 @@ func (e *Env) backend(name string, threads int) (backend.Backend, error) {
 
 var tok = sync.OnceValues(tokenizer.GPT2)
 
-// RunFile runs a recipe with ctx as the context of every long call. A Lua error comes back
-// as a *RecipeError with its traceback.
+// RunFile runs a recipe with ctx as the context of every long call, and reports how it
+// ended: nil, a *RecipeError (a Lua error, with its traceback), an *InterruptedError (Interrupt
+// was called, or ctx cancelled after it), a *StoppedError (a run's recovery policy stopped
+// it), or an error saying that a run's last checkpoint save failed even though the recipe
+// went on.
 func (e *Env) RunFile(ctx context.Context, path string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return UsageError{fmt.Errorf("cannot read recipe: %w", err)}
 	}
-	return e.run(ctx, string(src), path)
+	return e.outcome(e.run(ctx, string(src), path))
 }
 
 // DoString runs a chunk of Lua source named name.

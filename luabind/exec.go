@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +14,10 @@ import (
 
 // rook.exec(path, overrides) runs another recipe in a fresh Lua state, with the overrides
 // as its key=value config arguments (numbers, strings, booleans, lists), and returns what
-// the recipe returns. A relative path is looked up from the working directory, then from the
-// calling recipe's directory. Scripted ablations are this call in a loop.
+// the recipe returns, and, when a run's recovery policy stopped it, the stop report as a
+// second value. A relative path is looked up from the working directory, then from the
+// calling recipe's directory. Scripted ablations are this call in a loop. A failed last save
+// or an interrupt in the recipe raises an error here.
 func (e *Env) luaExec(L *lua.LState) int {
 	path := L.CheckString(1)
 	o := L.OptTable(2, nil)
@@ -41,7 +44,14 @@ func (e *Env) luaExec(L *lua.LState) int {
 		L.RaiseError("rook.exec %s: %s", path, err.Error())
 	}
 	defer child.Close()
+	child.intr = e.intr // an interrupt reaches the run the child opens
 	v, err := child.runReturning(L, path)
+	var stopped *StoppedError
+	if errors.As(err, &stopped) {
+		L.Push(fromGo(L, v))
+		L.Push(lua.LString(stopped.Reason))
+		return 2
+	}
 	if err != nil {
 		L.RaiseError("rook.exec %s: %s", path, err.Error())
 	}
@@ -67,11 +77,15 @@ func (e *Env) runReturning(caller *lua.LState, path string) (any, error) {
 	e.L.SetContext(caller.Context())
 	e.L.Push(fn)
 	if err := e.pcall(0, 1); err != nil {
-		return nil, err
+		return nil, e.outcome(err)
 	}
 	ret := e.L.Get(-1)
 	e.L.Pop(1)
-	return toGo(ret)
+	v, err := toGo(ret)
+	if err != nil {
+		return nil, err
+	}
+	return v, e.outcome(nil)
 }
 
 // overrideText writes a Lua value the way a key=value argument spells it.

@@ -57,6 +57,7 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 			L.ArgError(2, "the reference's architecture differs from the policy's")
 		}
 	}
+	checkRunReference(L, p, ref)
 	opt := checkAdam(L, 3)
 	if opt.model != p {
 		L.ArgError(3, "this optimizer belongs to another model")

@@ -2,6 +2,8 @@ package luabind
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -13,18 +15,23 @@ import (
 
 const modelType = "rook.model"
 
-// model is a policy or a frozen reference.
+// model is a policy or a frozen reference. Its source identity (where its weights came from
+// and their hash then) and its current weights are kept apart: a policy resumed from a
+// checkpoint holds trained weights but still comes from its source.
 type model struct {
-	m        *gpt2.Model
-	source   gpt2.Source
-	hash     string // content hash of the weights it was loaded with
-	frozen   bool   // a reference: never trained, changes only by an explicit sync
-	syncs    []syncRecord
-	sampler  *rollout.Sampler
-	trainer  *trainerState
-	faultNaN bool // inject a NaN gradient into the next GRPO step (rook.debug.inject_nan)
-	device   string
-	draws    uint64 // sampling calls without an explicit seed, to vary their default seed
+	m          *gpt2.Model
+	source     gpt2.Source
+	sourceHash string // content hash of the weights the source loads to
+	hash       string // a reference's current content hash (exact: it changes only by a sync); "" for a policy
+	frozen     bool   // a reference: never trained, changes only by an explicit sync
+	run        *run   // the open run this model is the policy or the KL reference of
+	announce   string // the "model: …" line, held back while a resume may replace the weights
+	syncs      []syncRecord
+	sampler    *rollout.Sampler
+	trainer    *trainerState
+	faultNaN   bool // inject a NaN gradient into the next GRPO step (rook.debug.inject_nan)
+	device     string
+	draws      uint64 // sampling calls without an explicit seed, to vary their default seed
 }
 
 type syncRecord struct {
@@ -43,21 +50,20 @@ func (m *model) String() string {
 
 func checkModel(L *lua.LState, n int) *model { return check[*model](L, n, modelType) }
 
-// rook.load(source [, {device=, threads=}]) → model, or nil, err when the weights cannot be
-// read. Random weights only by explicit name ("random:tiny"), and said loudly in the log.
-// "default" is the embedded default model (scripts/defaultmodel.lua), built on first use.
+// rook.load(source [, {device=, threads=, engine=}]) → model, or nil, err when the weights
+// cannot be read. Random weights only by explicit name ("random:tiny"), and said loudly in
+// the log. "default" is the embedded default model (scripts/defaultmodel.lua), built on first
+// use (engine: a rook.stockfish to label its training rows with). While a run is being
+// resumed, the "model:" line waits for rook.run, which says whose weights the policy holds.
 func (e *Env) luaLoad(L *lua.LState) int {
 	src := L.CheckString(1)
 	o := optsArg(L, 2, "rook.load")
 	dev := o.str("device", "cpu")
 	threads := o.int("threads", 0)
+	engine := o.value("engine")
 	o.done()
 	if src == "default" {
-		if err := L.DoString(`return require("defaultmodel").ensure{ log = true }`); err != nil {
-			L.RaiseError("building the default model: %s", err.Error())
-		}
-		src = L.Get(-1).String()
-		L.Pop(1)
+		src = e.defaultModel(L, engine)
 	}
 	cfg, params, source, err := gpt2.Load(src)
 	if err != nil {
@@ -71,12 +77,49 @@ func (e *Env) luaLoad(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	m := &model{m: gm, source: source, hash: gpt2.ParamsHash(cfg, params), device: dev}
-	if !e.opts.Quiet {
-		fmt.Fprintf(e.out, "model: %s\n", source.Description)
+	m := &model{m: gm, source: source, sourceHash: gpt2.ParamsHash(cfg, params), device: dev,
+		announce: "model: " + source.Description}
+	if e.resume == nil || e.resume.applied {
+		e.announce(m)
+	} else {
+		e.pending = append(e.pending, m)
 	}
 	L.Push(newUserData(L, modelType, m))
 	return 1
+}
+
+// defaultModel builds (or finds cached) the embedded default model and returns its path.
+func (e *Env) defaultModel(L *lua.LState, engine lua.LValue) string {
+	if err := L.DoString(`return require("defaultmodel").ensure`); err != nil {
+		L.RaiseError("building the default model: %s", err.Error())
+	}
+	ensure := L.Get(-1)
+	L.Pop(1)
+	o := L.NewTable()
+	o.RawSetString("log", lua.LTrue)
+	o.RawSetString("engine", engine)
+	if err := L.CallByParam(lua.P{Fn: ensure, NRet: 1, Protect: true}, o); err != nil {
+		L.RaiseError("building the default model: %s", err.Error())
+	}
+	path := L.Get(-1).String()
+	L.Pop(1)
+	return path
+}
+
+// announce prints a model's "model: …" line once.
+func (e *Env) announce(m *model) {
+	if m.announce != "" && !e.opts.Quiet {
+		e.say(m.announce)
+	}
+	m.announce = ""
+}
+
+// announcePending prints the lines rook.load held back during a resume.
+func (e *Env) announcePending() {
+	for _, m := range e.pending {
+		e.announce(m)
+	}
+	e.pending = nil
 }
 
 var modelMethods = map[string]lua.LGFunction{
@@ -90,7 +133,8 @@ var modelMethods = map[string]lua.LGFunction{
 	"hash":      modelHash,
 }
 
-// Fields: model.random (bool), model.source (string), model.frozen (bool).
+// Fields: model.random (bool: the source is a random initialisation), model.source (string),
+// model.frozen (bool).
 func modelIndex(L *lua.LState) int {
 	m := checkModel(L, 1)
 	switch L.CheckString(2) {
@@ -106,7 +150,9 @@ func modelIndex(L *lua.LState) int {
 	return 1
 }
 
-// model:reference() → a frozen copy of the model's current weights on the same device.
+// model:reference() → a frozen copy of the model's current weights on the same device. A
+// copy of weights that are not the source's (trained, or resumed from a checkpoint) is
+// labelled as such. After a resume, the run's reference is run.ref, not a copy of the policy.
 func modelReference(L *lua.LState) int {
 	m := checkModel(L, 1)
 	params := m.m.ParamsHost()
@@ -114,22 +160,40 @@ func modelReference(L *lua.LState) int {
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
-	r := &model{m: ref, source: m.source, hash: gpt2.ParamsHash(m.m.Config, params), frozen: true, device: m.device}
-	if r.hash != m.hash {
-		// The policy has been trained since it was loaded: this reference is not its source.
-		r.source.Path = fmt.Sprintf("%s (trained copy %s)", m.source.Path, r.hash[:12])
+	r := &model{m: ref, source: m.source, sourceHash: m.sourceHash, hash: gpt2.ParamsHash(m.m.Config, params), frozen: true, device: m.device}
+	if r.hash != m.sourceHash {
+		r.source.Path = fmt.Sprintf("%s (trained copy %s)", m.source.Path, short(r.hash))
 	}
 	L.Push(newUserData(L, modelType, r))
 	return 1
 }
 
-// ref:sync(policy [, step]) copies the policy's weights into a reference: the only way a
-// reference changes. Returns the new content hash.
+// checkRunReference raises when a GRPO step of a run's policy is given a KL reference other
+// than the one the run recorded (a copy of the resumed policy, a reference synced behind the
+// run's back): its KL would be measured against weights no checkpoint names.
+func checkRunReference(L *lua.LState, policy, ref *model) {
+	if policy.run == nil || ref == nil {
+		return
+	}
+	id := policy.run.identity
+	if ref.hash == id.Current() {
+		return
+	}
+	L.ArgError(2, fmt.Sprintf("the reference (%s, hash %s) is not run %s's recorded KL reference (%s, hash %s); after a resume use run.ref, and move the reference only with run:sync_reference",
+		ref.source.Path, short(ref.hash), policy.run.r.Dir, id.Source, short(id.Current())))
+}
+
+// ref:sync(policy [, step]) copies the policy's weights into a reference that belongs to no
+// run, and returns the new content hash. A run's reference moves only by
+// run:sync_reference(step), which the checkpoint records.
 func modelSync(L *lua.LState) int {
 	r, p := checkModel(L, 1), checkModel(L, 2)
 	step := L.OptInt(3, 0)
 	if !r.frozen {
 		L.ArgError(1, "sync is for references (policy:reference()), not for a trained model")
+	}
+	if r.run != nil {
+		L.ArgError(1, fmt.Sprintf("this reference is the KL reference of run %s: use run:sync_reference(step), which records the sync in the checkpoint", r.run.r.Dir))
 	}
 	params := p.m.ParamsHost()
 	if err := r.m.SetParams(params); err != nil {
@@ -141,10 +205,14 @@ func modelSync(L *lua.LState) int {
 	return 1
 }
 
-// model:save(dir) writes a Hugging Face GPT-2 directory; nil, err on failure.
+// model:save(dir) writes a Hugging Face GPT-2 directory, creating its parent directories;
+// nil, err on failure.
 func modelSave(L *lua.LState) int {
 	m := checkModel(L, 1)
 	dir := L.CheckString(2)
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return pushErr(L, fmt.Errorf("saving %s: %w", dir, err))
+	}
 	if err := gpt2.SaveHF(dir, m.m.Config, m.m.ParamsHost()); err != nil {
 		return pushErr(L, err)
 	}
@@ -158,14 +226,20 @@ func modelHash(L *lua.LState) int {
 	return 1
 }
 
+// model:info() → a table: source, description, random, frozen, architecture, device,
+// source_hash (the weights the source loads to) and hash (the weights now).
 func modelInfo(L *lua.LState) int {
 	m := checkModel(L, 1)
 	c := m.m.Config
+	hash := m.hash
+	if !m.frozen {
+		hash = gpt2.ParamsHash(c, m.m.ParamsHost())
+	}
 	L.Push(fromGo(L, map[string]any{
 		"source": m.source.Path, "description": m.source.Description, "random": m.source.Random,
 		"frozen": m.frozen, "params": m.m.Layout.Total, "layers": c.NumLayers, "heads": c.NumHeads,
 		"channels": c.Channels, "vocab": c.VocabSize, "context": c.MaxSeqLen, "device": m.device,
-		"hash": m.hash,
+		"source_hash": m.sourceHash, "hash": hash,
 	}))
 	return 1
 }

@@ -11,52 +11,88 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/checkpoint"
+	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/optim"
 )
 
 const runType = "rook.run"
 
-// run is a training run on disk: metrics log, checkpoints, the reference's identity.
+// run is a training run on disk: metrics log, checkpoints, the reference's identity. It holds
+// its directory's lock from rook.run until run:close() or the end of the environment.
 type run struct {
-	env      *Env
-	r        *checkpoint.Run
-	policy   *model
-	ref      *model // nil when the run has no KL reference
-	opt      *adam
-	data     *positions
-	identity checkpoint.Identity
-	step     int
-	resumed  bool
-	recipe   json.RawMessage // the recipe state of the checkpoint resumed from
-	progress *progress
+	env       *Env
+	r         *checkpoint.Run
+	policy    *model
+	ref       *model         // nil until the recipe gives one or asks for run.ref
+	refUD     *lua.LUserData // ref as Lua sees it, so that run.ref == ref
+	opt       *adam
+	optBase   optim.AdamWConfig // the optimizer's settings as the recipe built them
+	data      *positions
+	identity  checkpoint.Identity
+	step      int // steps completed: the step of the policy's weights
+	steps     int // the planned number of steps (progress line, run:save_due)
+	saveEvery int
+	resumed   bool
+	recipe    json.RawMessage // the recipe state of the checkpoint resumed from
+	progress  *progress
+	saveErr   error  // why the last save failed; nil after a save that succeeded
+	stopped   string // the recovery policy's report, when it stopped the run
+	closed    bool
 }
 
 func (r *run) String() string {
-	return fmt.Sprintf("rook.run(%s, step %d%s)", r.r.Dir, r.step, map[bool]string{true: ", resumed", false: ""}[r.resumed])
+	var extra string
+	if r.resumed {
+		extra += ", resumed"
+	}
+	if r.closed {
+		extra += ", closed"
+	}
+	return fmt.Sprintf("rook.run(%s, step %d%s)", r.r.Dir, r.step, extra)
 }
 
 func checkRun(L *lua.LState, n int) *run { return check[*run](L, n, runType) }
 
-// rook.run{dir=, policy=, ref=, opt=, data=, steps=, keep=3, best=, best_mode="max",
-// resume=, config=} → run (config: the resolved config to record; the last rook.config's by
-// default). A new run records the recipe, the resolved config and the reference's
-// identity (its source and content hash). With resume (a run directory), everything comes
-// back from its last checkpoint: policy weights, optimizer state, data cursor, sampling
-// counters and the recipe state (run:state()); the reference is reloaded from its recorded
-// source and its hash checked — never taken from the resumed policy.
+// checkOpenRun is checkRun for the methods that write.
+func checkOpenRun(L *lua.LState, n int) *run {
+	r := checkRun(L, n)
+	if r.closed {
+		L.ArgError(n, fmt.Sprintf("run %s is closed", r.r.Dir))
+	}
+	return r
+}
+
+// rook.run{dir=, policy=, ref=, opt=, data=, steps=, save_every=, keep=3, best=,
+// best_mode="max", resume=, config=, fixed=} → run, or nil, err (the directory is another
+// run's, or in use by another process, or its checkpoint does not load). config: the resolved
+// config to record (the last rook.config's by default); steps and save_every: what
+// run:save_due goes by; fixed: config keys a resume may not change, besides model and seed.
+//
+// A new run takes the directory's lock and records the recipe, the resolved config and the
+// reference's identity (its source and content hash). With resume (a run directory),
+// everything comes back from its last checkpoint: policy weights, optimizer state, data
+// cursor, sampling counters and the recipe state (run:state()); the reference is reloaded from
+// its recorded source and its hash checked — never taken from the resumed policy (run.ref is
+// it); the metrics logged after the checkpoint are taken out of metrics.jsonl, since the run
+// logs those steps again.
 func (e *Env) luaRun(L *lua.LState) int {
 	o := optsArg(L, 1, "rook.run")
 	dir := o.str("dir", "")
 	resume := o.str("resume", "")
 	steps := o.int("steps", 0)
-	keep := o.int("keep", 3)
+	saveEvery := o.int("save_every", 0)
+	keep := o.int("keep", checkpoint.DefaultKeepLast)
 	best := o.str("best", "")
 	bestMode := o.str("best_mode", "")
 	if best != "" && bestMode == "" {
 		bestMode = "max"
 	}
-	r := &run{env: e}
+	r := &run{env: e, steps: steps, saveEvery: saveEvery}
 	r.policy = userValue[*model](L, o, "policy", modelType, true)
 	r.ref = userValue[*model](L, o, "ref", modelType, false)
+	if r.ref != nil {
+		r.refUD = o.value("ref").(*lua.LUserData)
+	}
 	r.opt = userValue[*adam](L, o, "opt", adamType, true)
 	r.data = userValue[*positions](L, o, "data", positionsType, false)
 	var cfg any = e.config
@@ -67,6 +103,14 @@ func (e *Env) luaRun(L *lua.LState) int {
 		}
 		cfg = v
 	}
+	var fixed []string
+	if t, ok := o.value("fixed").(*lua.LTable); ok {
+		for i := 1; i <= t.Len(); i++ {
+			fixed = append(fixed, t.RawGetInt(i).String())
+		}
+	} else if o.value("fixed") != lua.LNil {
+		L.RaiseError("rook.run: fixed must be a list of config keys")
+	}
 	o.done()
 	if r.opt.model != r.policy {
 		L.RaiseError("rook.run: opt is not the policy's optimizer")
@@ -74,11 +118,24 @@ func (e *Env) luaRun(L *lua.LState) int {
 	if r.ref != nil && !r.ref.frozen {
 		L.RaiseError("rook.run: ref must be a frozen reference (policy:reference())")
 	}
+	if saveEvery < 0 || steps < 0 {
+		L.RaiseError("rook.run: steps and save_every must be ≥ 0")
+	}
+	for _, m := range []*model{r.policy, r.ref} {
+		if m != nil && m.run != nil {
+			L.RaiseError("rook.run: this model already belongs to run %s (run:close() it first)", m.run.r.Dir)
+		}
+	}
 	if resume != "" {
-		if dir != "" && filepath.Clean(dir) != filepath.Clean(resume) {
+		if dir != "" && !sameDir(dir, resume) {
 			L.RaiseError("rook.run: dir %s and resume %s name different runs", dir, resume)
 		}
-		if err := r.resume(L, resume); err != nil {
+		if e.resume != nil {
+			if err := e.resume.checkFixed(fixed); err != nil {
+				L.RaiseError("%s", err.Error())
+			}
+		}
+		if err := r.resume(L, resume, cfg); err != nil {
 			return pushErr(L, err)
 		}
 	} else {
@@ -88,11 +145,40 @@ func (e *Env) luaRun(L *lua.LState) int {
 		if err := r.create(dir, checkpoint.Options{KeepLast: keep, BestMetric: best, BestMode: bestMode}, cfg); err != nil {
 			return pushErr(L, err)
 		}
+		e.announcePending() // the weights are the ones loaded
 	}
+	r.policy.run = r
+	if r.ref != nil {
+		r.ref.run = r
+	}
+	e.runs = append(e.runs, r)
+	e.addCloser(r)
+	e.intr.mu.Lock()
+	e.intr.writers++
+	e.intr.runs = append(e.intr.runs, r)
+	e.intr.mu.Unlock()
 	r.progress = newProgress(e, steps, r.step)
 	e.progress = r.progress
 	L.Push(newUserData(L, runType, r))
 	return 1
+}
+
+// Close releases the run directory's lock; the run writes nothing more.
+func (r *run) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	for _, m := range []*model{r.policy, r.ref} {
+		if m != nil && m.run == r {
+			m.run = nil
+		}
+	}
+	in := r.env.intr
+	in.mu.Lock()
+	in.writers--
+	in.mu.Unlock()
+	return r.r.Close()
 }
 
 // userValue reads an optional or required userdata option of type T.
@@ -119,15 +205,17 @@ func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
 	if err != nil {
 		return err
 	}
+	if err := r.start(cr, cfg); err != nil {
+		cr.Close()
+		return err
+	}
+	return nil
+}
+
+func (r *run) start(cr *checkpoint.Run, cfg any) error {
 	r.r = cr
-	if recipe := r.env.opts.Recipe; recipe != "" {
-		src, err := os.ReadFile(recipe)
-		if err != nil {
-			return err
-		}
-		if err := cr.WriteRecipe(src); err != nil {
-			return err
-		}
+	if err := r.writeRecipe(); err != nil {
+		return err
 	}
 	if cfg != nil {
 		if err := cr.WriteConfig(cfg); err != nil {
@@ -147,36 +235,103 @@ func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
 		}
 	}
 	r.identity = id
+	r.optBase = r.opt.o.Config
 	return nil
 }
 
-func (r *run) resume(L *lua.LState, dir string) error {
+// writeRecipe stores a copy of the recipe being run.
+func (r *run) writeRecipe() error {
+	recipe := r.env.opts.Recipe
+	if recipe == "" {
+		return nil
+	}
+	src, err := os.ReadFile(recipe)
+	if err != nil {
+		return err
+	}
+	return r.r.WriteRecipe(src)
+}
+
+func (r *run) resume(L *lua.LState, dir string, cfg any) error {
 	cr, err := checkpoint.Open(dir)
 	if err != nil {
 		return err
 	}
+	if err := r.resumeFrom(cr, cfg); err != nil {
+		cr.Close()
+		return err
+	}
+	return nil
+}
+
+func (r *run) resumeFrom(cr *checkpoint.Run, cfg any) error {
 	st, err := cr.Latest()
 	if err != nil {
-		return fmt.Errorf("resume %s: %w", dir, err)
+		return fmt.Errorf("resume %s: %w", cr.Dir, err)
 	}
 	r.r = cr
 	if err := r.apply(st, true); err != nil {
 		return err
 	}
+	dropped, err := cr.RewindMetrics(st)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", cr.Dir, err)
+	}
+	// What the run goes on with is recorded, and every later checkpoint carries it.
+	if cfg == nil && st.Config != nil {
+		cfg = st.Config
+	}
+	if cfg != nil {
+		if err := cr.WriteConfig(cfg); err != nil {
+			return err
+		}
+	}
+	if err := r.writeRecipe(); err != nil {
+		return err
+	}
 	r.resumed = true
 	r.recipe = st.Recipe
-	fmt.Fprintf(r.env.out, "resumed %s at step %d (reference %s, hash %s)\n", dir, st.Step, st.Reference.Source, short(st.Reference.Current()))
+	e := r.env
+	if e.resume != nil {
+		e.resume.applied = true
+	}
+	r.policy.announce = "" // the line below says what the policy holds
+	e.announcePending()
+	id := st.Reference
+	refKind := ""
+	if id.Random {
+		refKind = "RANDOM weights "
+	}
+	e.say(fmt.Sprintf("resumed %s at step %d: policy weights of %s (hash %s; the run started from %s), KL reference %s%s (hash %s%s)",
+		cr.Dir, st.Step, st.Name, short(st.ParamsHash), r.policy.source.Path, refKind, id.Source, short(id.Current()), syncNote(id)))
+	if dropped > 0 {
+		e.say(fmt.Sprintf("resume: %d metrics records logged after %s moved to %s (those steps run again)", dropped, st.Name, checkpoint.DiscardedMetricsFile))
+	}
 	return nil
 }
 
-// apply loads a checkpoint into the live objects. On resume the optimizer's settings come
-// back too; on a rollback they stay as the recipe's recovery policy left them.
+func syncNote(id checkpoint.Identity) string {
+	if n := len(id.Syncs); n > 0 {
+		return fmt.Sprintf(", synced to the policy at step %d", id.Syncs[n-1].Step)
+	}
+	return ""
+}
+
+// apply loads a checkpoint into the live objects. On a rollback the optimizer keeps its
+// settings (the learning rate as the recovery policy left it). On resume they come from the
+// checkpoint, except those the recipe now builds differently from how the run built them:
+// a config changed on the command line (resumeOptimizer).
 func (r *run) apply(st *checkpoint.State, resume bool) error {
+	built := r.opt.o.Config
 	if err := st.Apply(r.policy.m, r.opt.o); err != nil {
 		return err
 	}
 	if resume {
-		r.opt.o.Config = st.Optimizer.Config
+		cfg, changed := resumeOptimizer(built, st.Optimizer.Base, st.Optimizer.Config)
+		r.opt.o.Config, r.optBase = cfg, built
+		for _, c := range changed {
+			r.env.say("resume: optimizer " + c)
+		}
 	}
 	var draws uint64
 	if err := st.GetRNG("policy.draws", &draws); err != nil {
@@ -209,9 +364,46 @@ func (r *run) apply(st *checkpoint.State, resume bool) error {
 		}
 		r.ref.hash = st.Reference.Current()
 	}
-	r.policy.hash = st.ParamsHash
 	r.step = st.Step
 	return nil
+}
+
+// resumeOptimizer merges the optimizer settings on resume. saved are the checkpoint's, base
+// those the run's recipe built the optimizer with (zero if not recorded), built those the
+// recipe built now. A setting built as before comes back as saved (a recovery policy's lower
+// learning rate included); one built differently was changed by the user and is taken — the
+// learning rate scaled by what the run had done to it since it was built. Returns what changed.
+func resumeOptimizer(built, base, saved optim.AdamWConfig) (optim.AdamWConfig, []string) {
+	if base == (optim.AdamWConfig{}) {
+		base = saved
+	}
+	out := saved
+	var changed []string
+	num := func(name string, b, bs float64, o *float64) {
+		if b != bs {
+			changed = append(changed, fmt.Sprintf("%s %g → %g (the config's)", name, *o, b))
+			*o = b
+		}
+	}
+	if built.LR != base.LR {
+		lr := built.LR
+		if base.LR > 0 && saved.LR != base.LR {
+			lr = built.LR * saved.LR / base.LR
+			changed = append(changed, fmt.Sprintf("lr %g → %g (the config's %g × %g, the factor the run had applied)", saved.LR, lr, built.LR, saved.LR/base.LR))
+		} else {
+			changed = append(changed, fmt.Sprintf("lr %g → %g (the config's)", saved.LR, lr))
+		}
+		out.LR = lr
+	}
+	num("beta1", built.Beta1, base.Beta1, &out.Beta1)
+	num("beta2", built.Beta2, base.Beta2, &out.Beta2)
+	num("eps", built.Eps, base.Eps, &out.Eps)
+	num("weight_decay", built.WeightDecay, base.WeightDecay, &out.WeightDecay)
+	if built.DecayAll != base.DecayAll {
+		changed = append(changed, fmt.Sprintf("decay_all %v → %v (the config's)", out.DecayAll, built.DecayAll))
+		out.DecayAll = built.DecayAll
+	}
+	return out, changed
 }
 
 func short(h string) string {
@@ -224,14 +416,20 @@ func short(h string) string {
 var runMethods = map[string]lua.LGFunction{
 	"log":            runLog,
 	"save":           runSave,
+	"save_due":       runSaveDue,
 	"state":          runState,
 	"rollback":       runRollback,
 	"sync_reference": runSyncReference,
 	"report":         runReport,
+	"stop":           runStop,
 	"metrics":        runMetrics,
+	"close":          runClose,
 }
 
-// Fields: run.step (steps completed), run.resumed, run.dir.
+// Fields: run.step (steps completed: the step of the policy's weights), run.resumed,
+// run.dir, run.ref (the KL reference the run recorded: after a resume, the original reloaded
+// from its source, or the synced one from the checkpoint), run.interrupted (an interrupt asks
+// the recipe to save and end), run.stopped (the recovery policy's report, or nil).
 func runIndex(L *lua.LState) int {
 	r := checkRun(L, 1)
 	switch L.CheckString(2) {
@@ -241,10 +439,54 @@ func runIndex(L *lua.LState) int {
 		L.Push(lua.LBool(r.resumed))
 	case "dir":
 		L.Push(lua.LString(r.r.Dir))
+	case "ref":
+		L.Push(r.reference(L))
+	case "interrupted":
+		L.Push(lua.LBool(r.env.intr.signal() != nil))
+	case "stopped":
+		if r.stopped == "" {
+			L.Push(lua.LNil)
+		} else {
+			L.Push(lua.LString(r.stopped))
+		}
 	default:
 		L.Push(lua.LNil)
 	}
 	return 1
+}
+
+// reference returns the run's KL reference, loading it the first time when the recipe gave
+// none: from the checkpoint after a sync, else from the recorded source, its hash checked.
+func (r *run) reference(L *lua.LState) *lua.LUserData {
+	if r.refUD != nil {
+		return r.refUD
+	}
+	id := r.identity
+	var cfg gpt2.Config
+	var params []float32
+	var err error
+	if id.Synced() {
+		var st *checkpoint.State
+		if st, err = r.r.Latest(); err == nil {
+			cfg, params, err = st.LoadReference()
+		}
+	} else {
+		cfg, params, err = checkpoint.LoadReference(id)
+	}
+	if err != nil {
+		L.RaiseError("run.ref: %s", err.Error())
+	}
+	gm, err := gpt2.New(r.policy.m.B, cfg, params)
+	if err != nil {
+		L.RaiseError("run.ref: %s", err.Error())
+	}
+	r.ref = &model{m: gm, source: gpt2.Source{Kind: id.Kind, Path: id.Source, Random: id.Random}, sourceHash: id.Hash,
+		hash: id.Current(), frozen: true, device: r.policy.device}
+	if !r.closed {
+		r.ref.run = r
+	}
+	r.refUD = newUserData(L, modelType, r.ref)
+	return r.refUD
 }
 
 // metricsArg reads a table of numbers (booleans become 1/0); other values are ignored.
@@ -265,7 +507,7 @@ func metricsArg(L *lua.LState, n int) map[string]float64 {
 // metrics.jsonl, names prefixed with prefix.."/" if given (e.g. "eval"), and updates the
 // progress line. The run's step becomes step.
 func runLog(L *lua.LState) int {
-	r := checkRun(L, 1)
+	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
 	m := metricsArg(L, 3)
 	if prefix := L.OptString(4, ""); prefix != "" {
@@ -285,17 +527,34 @@ func runLog(L *lua.LState) int {
 	return 0
 }
 
+// run:save_due(step) → whether the recipe should save at step: every save_every steps, at
+// the run's last step, and at once after an interrupt (run:save then ends the recipe).
+func runSaveDue(L *lua.LState) int {
+	r := checkOpenRun(L, 1)
+	step := L.CheckInt(2)
+	due := r.env.intr.signal() != nil || (r.saveEvery > 0 && step%r.saveEvery == 0) || (r.steps > 0 && step == r.steps)
+	L.Push(lua.LBool(due))
+	return 1
+}
+
 // run:save(step [, {state=, metrics=}]) writes a checkpoint (atomically) and returns its
-// name: policy, optimizer, data cursor, sampling counters, reference identity, the recipe's
-// state table (numbers, strings, booleans, nested tables) and metrics (for best-by-metric).
+// name: policy, optimizer, data cursor, sampling counters, reference identity, the resolved
+// config, the recipe's state table (numbers, strings, booleans, nested tables) and metrics
+// (for best-by-metric). A save that fails raises an error naming the file and the cause, and
+// the recipe's exit code is non-zero if no later save succeeds. After an interrupt the save
+// ends the recipe (exit 130 or 143, with the command that resumes).
 func runSave(L *lua.LState) int {
-	r := checkRun(L, 1)
+	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
 	o := optsArg(L, 3, "run:save")
 	stateV := o.value("state")
 	metricsV := o.value("metrics")
 	o.done()
+	if step < r.step {
+		L.ArgError(2, fmt.Sprintf("the run is at step %d: a checkpoint is labelled with the step of the weights it holds", r.step))
+	}
 	st := checkpoint.NewState(step, r.policy.m, r.opt.o)
+	st.Optimizer.Base = r.optBase
 	st.Reference = r.identity
 	if r.identity.Synced() && r.ref != nil {
 		st.ReferenceParams = r.ref.m.ParamsHost()
@@ -325,11 +584,26 @@ func runSave(L *lua.LState) int {
 		L.Pop(1)
 	}
 	name, err := r.r.Save(st)
-	if err != nil {
-		return pushErr(L, err)
+	if name == "" {
+		r.saveErr = err
+		L.RaiseError("run:save(%d): %s", step, err.Error())
 	}
+	r.saveErr = nil
 	r.step = step
-	r.progress.note(fmt.Sprintf("saved %s", name))
+	if err != nil {
+		// The checkpoint is complete and LATEST; only BEST or pruning failed.
+		r.progress.note("warning: " + err.Error())
+	} else {
+		r.progress.note(fmt.Sprintf("saved %s", name))
+	}
+	if sig := r.env.intr.signal(); sig != nil {
+		in := r.env.intr
+		in.mu.Lock()
+		in.saved = r
+		in.mu.Unlock()
+		r.progress.finish()
+		L.RaiseError("%s: saved checkpoint %s, ending the run", signalName(sig), name)
+	}
 	L.Push(lua.LString(name))
 	return 1
 }
@@ -350,35 +624,40 @@ func runState(L *lua.LState) int {
 	return 1
 }
 
-// run:rollback() restores the last checkpoint into the policy, optimizer moments, data
-// cursor and reference (the learning rate stays as the recovery policy set it) and returns
-// its step; nil, err when there is no checkpoint to go back to.
+// run:rollback() goes back to the last checkpoint and returns its step: the policy,
+// optimizer moments and step count, data cursor, sampling counters and reference come back
+// (the learning rate stays as the recovery policy set it), and so does the step — run.step is
+// the checkpoint's, the recipe repeats the steps after it, and their first records move out
+// of metrics.jsonl to metrics-discarded.jsonl. Raises an error when there is no checkpoint
+// to go back to or it does not load.
 func runRollback(L *lua.LState) int {
-	r := checkRun(L, 1)
+	r := checkOpenRun(L, 1)
 	st, err := r.r.Latest()
 	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
-		return pushErr(L, fmt.Errorf("rollback: no checkpoint saved yet in %s", r.r.Dir))
+		L.RaiseError("run:rollback: no checkpoint saved yet in %s: nothing to go back to", r.r.Dir)
 	}
 	if err != nil {
-		return pushErr(L, err)
+		L.RaiseError("run:rollback: %s", err.Error())
 	}
 	if err := r.apply(st, false); err != nil {
-		return pushErr(L, err)
+		L.RaiseError("run:rollback to %s: %s", st.Name, err.Error())
 	}
-	r.progress.note(fmt.Sprintf("rolled back to %s", st.Name))
+	dropped, err := r.r.RewindMetrics(st)
+	if err != nil {
+		L.RaiseError("run:rollback to %s: %s", st.Name, err.Error())
+	}
+	r.progress.note(fmt.Sprintf("rolled back to %s (%d later records moved to %s)", st.Name, dropped, checkpoint.DiscardedMetricsFile))
 	L.Push(lua.LNumber(st.Step))
 	return 1
 }
 
-// run:sync_reference(step) makes the reference a copy of the policy — the only way it ever
-// changes — records the sync (step, hash, time) in the run's identity and the next
-// checkpoint, and returns the new hash.
+// run:sync_reference(step) makes the reference a copy of the policy — the only way a run's
+// reference ever changes — records the sync (step, hash, time) in the run's identity and the
+// next checkpoint, and returns the new hash.
 func runSyncReference(L *lua.LState) int {
-	r := checkRun(L, 1)
+	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
-	if r.ref == nil {
-		L.RaiseError("run:sync_reference: the run has no reference")
-	}
+	r.reference(L)
 	params := r.policy.m.ParamsHost()
 	if err := r.ref.m.SetParams(params); err != nil {
 		L.RaiseError("%s", err.Error())
@@ -394,19 +673,50 @@ func runSyncReference(L *lua.LState) int {
 	return 1
 }
 
-// run:report(text) writes report.txt in the run directory (why a run stopped) and prints it.
+// run:report(text) writes report.txt in the run directory and prints it.
 func runReport(L *lua.LState) int {
 	r := checkRun(L, 1)
-	text := L.CheckString(2)
+	path, err := r.report(L.CheckString(2))
+	if err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(lua.LString(path))
+	return 1
+}
+
+func (r *run) report(text string) (string, error) {
 	path := filepath.Join(r.r.Dir, "report.txt")
 	stamp := time.Now().Format(time.RFC3339)
 	if err := os.WriteFile(path, []byte(stamp+"\n"+text+"\n"), 0o644); err != nil {
-		return pushErr(L, err)
+		return "", err
 	}
 	r.progress.finish()
 	fmt.Fprintln(r.env.out, text)
+	return path, nil
+}
+
+// run:stop(report) records that the recovery policy stopped the run: report.txt is written
+// and printed, and when the recipe ends its exit code is 3 (not 0: the run did not complete).
+// The recipe goes on to whatever it does after its loop (a final evaluation).
+func runStop(L *lua.LState) int {
+	r := checkRun(L, 1)
+	text := L.CheckString(2)
+	path, err := r.report(text)
+	if err != nil {
+		L.RaiseError("run:stop: %s", err.Error())
+	}
+	r.stopped = text
 	L.Push(lua.LString(path))
 	return 1
+}
+
+// run:close() releases the run directory (another process may then resume it); the run
+// writes nothing more. The environment closes its runs when it ends.
+func runClose(L *lua.LState) int {
+	if err := checkRun(L, 1).Close(); err != nil {
+		L.RaiseError("run:close: %s", err.Error())
+	}
+	return 0
 }
 
 // run:metrics() → every logged record (a list of tables), skipping a torn last line.

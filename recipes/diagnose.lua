@@ -27,9 +27,7 @@ local function report(ok, name, detail)
 end
 
 local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = 2 })
-local path = cfg.model
-if path == "default" then path = require("defaultmodel").ensure{ engine = sf, log = true } end
-local policy = assert(rook.load(path, { device = cfg.device }))
+local policy = assert(rook.load(cfg.model, { device = cfg.device, engine = sf }))
 rook.check{ rollout = sampling, model = policy }
 report(not policy.random, "model is trained, not random", policy.random and "RANDOM weights: rewards will be floors" or policy.source)
 local ref = policy:reference()

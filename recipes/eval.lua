@@ -14,9 +14,7 @@ local cfg = rook.config{
 }
 
 local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
-local model = cfg.model
-if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
-local m = assert(rook.load(model, { device = cfg.device }))
+local m = assert(rook.load(cfg.model, { device = cfg.device, engine = sf }))
 local source = cfg.positions == "generator"
   and { generator = { seed = cfg.seed, max_plies = 80 }, task = "mix", env_fraction = cfg.env_fraction }
   or { path = cfg.positions, seed = cfg.seed, task = "mix", env_fraction = cfg.env_fraction, loop = false }

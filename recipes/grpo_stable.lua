@@ -6,7 +6,10 @@
 --   rookscript recipes/grpo_stable.lua                          # the embedded default model
 --   rookscript recipes/grpo_stable.lua model=path/to/RookWorld-LM-124M steps=200 lr=1e-6
 --   rookscript recipes/grpo_stable.lua trl_compat=true loss_type=dapo   # TRL's conventions
---   rookscript recipes/grpo_stable.lua resume=runs/grpo_stable  # continue a run
+--   rookscript recipes/grpo_stable.lua resume=runs/grpo_stable  # continue a run, with the config it ran with
+--
+-- Exit code: 0 done, 1 error (a failed checkpoint save included), 3 stopped by the recovery
+-- policy (report.txt), 130/143 interrupted (Ctrl-C, SIGTERM) after saving a checkpoint.
 local rook = require("rook")
 local sched = require("schedules")
 local recovery = require("recovery")
@@ -51,9 +54,7 @@ local adamw = { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0, lr_schedul
 rook.check{ grpo = update, rollout = sampling, adamw = adamw }
 
 local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
-local model = cfg.model
-if model == "default" then model = require("defaultmodel").ensure{ engine = sf, log = true } end
-local policy = assert(rook.load(model, { device = cfg.device, threads = cfg.threads }))
+local policy = assert(rook.load(cfg.model, { device = cfg.device, threads = cfg.threads, engine = sf }))
 rook.check{ rollout = sampling, model = policy } -- max_new_tokens within the model's context
 local ref = policy:reference()
 local opt = rook.adamw(policy, adamw)
@@ -66,7 +67,8 @@ local evalset = evalkit.set(source(cfg.seed + 200), cfg.eval_size)
 local resume = cfg.resume ~= "" and cfg.resume or nil
 local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps,
-                             keep = cfg.keep, best = "eval/reward_mean" })
+                             save_every = cfg.save_every, keep = cfg.keep, best = "eval/reward_mean",
+                             fixed = { "positions", "min_plies", "max_plies" } })
 local rec = recovery.new(cfg.recovery)
 local state = run:state()
 rec:restore(state.recovery)
@@ -78,7 +80,10 @@ local function evaluate(step)
 end
 local before = state.before or evaluate(run.step)
 
-for step = run.step + 1, cfg.steps do
+-- run.step is the step of the policy's weights: a rollback sets it back, and the steps after
+-- the checkpoint run again (with the recovery policy's lower learning rate).
+while run.step < cfg.steps do
+  local step = run.step + 1
   local prompts = cur.next(data, cfg.prompts, cfg.env_fraction)
   sampling.seed = cfg.seed * 1000003 + step
   local batch = policy:rollout(prompts, sampling)
@@ -88,17 +93,20 @@ for step = run.step + 1, cfg.steps do
   run:log(step, m)
   local action = rec:check(step, m, { run = run, opt = opt })
   if action == "stop" then
-    run:report(rec:report())
+    run:stop(rec:report())
     break
   end
-  local eval_now = cfg.eval_every > 0 and step % cfg.eval_every == 0
-  local last = eval_now and evaluate(step) or nil
-  if step % cfg.save_every == 0 or step == cfg.steps then
-    run:save(step, { state = { before = before, recovery = rec:state() }, metrics = last and { ["eval/reward_mean"] = last.reward_mean } })
+  if action ~= "rollback" then
+    local eval_now = cfg.eval_every > 0 and step % cfg.eval_every == 0
+    local last = eval_now and evaluate(step) or nil
+    -- Due every save_every steps, at the last step, and after Ctrl-C (the save then ends the run).
+    if run:save_due(step) then
+      run:save(step, { state = { before = before, recovery = rec:state() }, metrics = last and { ["eval/reward_mean"] = last.reward_mean } })
+    end
   end
 end
 
-local after = evaluate(cfg.steps)
+local after = evaluate(run.step)
 print()
 print(evalkit.compare({ before = before, after = after }, { "before", "after" }))
 return { before = before, after = after }

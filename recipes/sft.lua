@@ -3,6 +3,7 @@
 -- "generate" to build one here with Stockfish and the rules.
 --
 --   rookscript recipes/sft.lua data=generate rows=20000 steps=2000 out=models/my-sft
+--   rookscript recipes/sft.lua resume=runs/sft          # continue, with the config it ran with
 local rook = require("rook")
 local sftloop = require("sftloop")
 
@@ -31,7 +32,8 @@ local data = assert(rook.positions{ path = data_path, loop = true })
 local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = cfg.weight_decay })
 local resume = cfg.resume ~= "" and cfg.resume or nil
 local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
-                             policy = policy, opt = opt, data = data, steps = cfg.steps })
+                             policy = policy, opt = opt, data = data, steps = cfg.steps, save_every = cfg.save_every,
+                             fixed = { "data", "data_seed", "rows", "env_fraction", "depth" } })
 
 sftloop.train{
   model = policy, opt = opt, data = data, start = run.step, steps = cfg.steps, batch = cfg.batch,
@@ -39,7 +41,8 @@ sftloop.train{
   loss_on = cfg.loss_on, micro_tokens = cfg.micro_tokens ~= 0 and cfg.micro_tokens or nil,
   log = function(step, m)
     run:log(step, m)
-    if step % cfg.save_every == 0 or step == cfg.steps then run:save(step) end
+    -- Due every save_every steps, at the last step, and after Ctrl-C (the save then ends the run).
+    if run:save_due(step) then run:save(step) end
   end,
 }
 assert(policy:save(cfg.out))

@@ -7,14 +7,17 @@
 ---   ...
 ---   local m = rook.grpo.step(...)
 ---   local action = rec:check(step, m, { run = run, opt = opt })
----   if action == "stop" then print(rec:report()) break end
+---   if action == "stop" then run:stop(rec:report()) break end
 ---
 --- A step is unhealthy when it is not finite (an update was skipped), or when its KL, gradient
 --- norm or clip fraction passes a configured limit. On each unhealthy step the learning rate is
 --- multiplied by lr_factor (if set); after rollback_after consecutive unhealthy steps the run
---- rolls back to its last good checkpoint (run:rollback()); after stop_after consecutive ones,
---- or as soon as the KL passes kl_stop, the run stops with a report. A healthy step resets the
---- count (the learning rate stays where it is: recovery is not a schedule).
+--- rolls back to its last good checkpoint (run:rollback(): run.step goes back with the
+--- weights, and the recipe's loop repeats the steps after it); after stop_after consecutive
+--- ones, as soon as the KL passes kl_stop, or when a rollback is due but cannot be done (no
+--- checkpoint yet, or it does not load), the run stops with a report. A recipe passes "stop"
+--- on to run:stop(rec:report()), which makes its exit code 3. A healthy step resets the count
+--- (the learning rate stays where it is: recovery is not a schedule).
 local M = {}
 
 local Policy = {}
@@ -65,7 +68,8 @@ local function note(self, step, action, why)
 end
 
 --- check(step, m, ctx) → "ok", "skip", "rollback" or "stop", after doing it. ctx.opt is the
---- optimizer (for the learning rate), ctx.run the run (for rollback).
+--- optimizer (for the learning rate), ctx.run the run (for rollback). After "rollback" the
+--- recipe continues from ctx.run.step, the step of the weights it went back to.
 function Policy:check(step, m, ctx)
   ctx = ctx or {}
   if self.kl_stop and m.kl and m.kl > self.kl_stop then
@@ -90,7 +94,12 @@ function Policy:check(step, m, ctx)
     note(self, step, string.format("lr → %.3g", ctx.opt:lr()), why)
   end
   if ctx.run and self.rollback_after > 0 and self.consecutive % self.rollback_after == 0 then
-    local back = ctx.run:rollback()
+    local ok, back = pcall(ctx.run.rollback, ctx.run)
+    if not ok then
+      self.stopped = string.format("stopped at step %d: a rollback was due but failed: %s", step, tostring(back))
+      note(self, step, "stop", why)
+      return "stop"
+    end
     note(self, step, "rollback to step " .. tostring(back), why)
     return "rollback"
   end

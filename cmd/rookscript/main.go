@@ -5,7 +5,10 @@
 //	rookscript                            interactive REPL
 //	rookscript version                    print the version
 //
-// Exit codes: 0 success, 1 recipe error (message and Lua traceback on stderr), 2 usage.
+// Exit codes: 0 success; 1 recipe error (message and Lua traceback on stderr), a failed
+// checkpoint save included; 2 usage; 3 a run's recovery policy stopped it (report.txt);
+// 130 / 143 interrupted by SIGINT / SIGTERM (the first signal lets the current step finish
+// and saves a checkpoint, then prints the command that resumes; a second one aborts at once).
 package main
 
 import (
@@ -38,7 +41,11 @@ Config: a recipe declares its keys with rook.config{...}; values come from those
 then FILE.toml beside the recipe (or config=PATH), then key=value arguments. Unknown keys and
 values of the wrong type are errors. resume=RUN_DIR continues a run from its last checkpoint.
 
-Exit codes: 0 ok, 1 recipe error, 2 usage error.
+Signals: Ctrl-C (or SIGTERM) finishes the current step, saves a checkpoint and prints the
+command that resumes; a second Ctrl-C aborts at once.
+
+Exit codes: 0 ok, 1 recipe error (a failed checkpoint save included), 2 usage error,
+3 stopped by the run's recovery policy, 130 / 143 interrupted by SIGINT / SIGTERM.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -85,25 +92,89 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer env.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopSignals := handleSignals(env, cancel, stderr)
+	defer stopSignals()
 	return exitCode(env.RunFile(ctx, recipe), stderr)
+}
+
+// handleSignals turns the first SIGINT or SIGTERM into a graceful interrupt (the open run
+// saves at the end of the current step) and the second, or a first one with no run to save,
+// into cancelling ctx, which aborts the running call at once.
+func handleSignals(env *luabind.Env, cancel context.CancelFunc, stderr io.Writer) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	done := make(chan struct{})
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		first := true
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if first {
+					first = false
+					if env.Interrupt(sig) {
+						fmt.Fprintf(stderr, "\nrookscript: %s: finishing the current step, then saving a checkpoint (send it again to abort at once)\n", signalName(sig))
+						continue
+					}
+				}
+				fmt.Fprintf(stderr, "\nrookscript: %s: aborting\n", signalName(sig))
+				cancel()
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+func signalName(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }
 
 func exitCode(err error, stderr io.Writer) int {
 	var usageErr luabind.UsageError
+	var interrupted *luabind.InterruptedError
+	var stopped *luabind.StoppedError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &usageErr):
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "rookscript: interrupted")
-		return 1
+	case errors.As(err, &interrupted):
+		fmt.Fprintf(stderr, "rookscript: %v\n", err)
+		if interrupted.Checkpoint != "" && interrupted.Recipe != "" {
+			fmt.Fprintf(stderr, "resume with: %s\n", shellJoin(os.Args[0], interrupted.Recipe, "resume="+interrupted.Dir))
+		}
+		return interrupted.ExitCode()
+	case errors.As(err, &stopped):
+		fmt.Fprintf(stderr, "rookscript: %v\n", err)
+		return 3
 	}
 	fmt.Fprintf(stderr, "rookscript: %v\n", err)
 	return 1
+}
+
+// shellJoin writes a command line a POSIX shell reads back as these words.
+func shellJoin(words ...string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w != "" && strings.IndexFunc(w, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = w
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }
 
 func runREPL(stdout, stderr io.Writer, quiet bool) int {

@@ -19,7 +19,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("ROOKSCRIPT_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBinary()
+	os.Exit(code)
 }
 
 func runRecipe(t *testing.T, args ...string) string {

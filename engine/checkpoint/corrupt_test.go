@@ -88,7 +88,7 @@ func rewriteSafetensors(t *testing.T, path, name string, replace func(safetensor
 func TestCorruptCheckpointsAreRefused(t *testing.T) {
 	refDir := writeModel(t, tinyConfig, 5)
 	good := filepath.Join(t.TempDir(), "good")
-	run, err := Create(good, Options{})
+	run, err := Create(good, Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +226,7 @@ func TestGarbageStateDoesNotBreakOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := mustSave(t, run, plainState(t, 1, id, nil))
+	run.Close()
 	os.WriteFile(filepath.Join(dir, "checkpoints", name, "state.json"), []byte("{}"), 0o644)
 	r, err := Open(dir)
 	if err != nil {

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashDirEnv); dir != "" {
 		crashChild(dir, os.Getenv(crashRefEnv), os.Getenv(crashStageEnv))
 	}
+	if dir := os.Getenv(lockDirEnv); dir != "" {
+		lockChild(dir)
+	}
 	os.Exit(m.Run())
 }
 
@@ -173,7 +176,7 @@ func crashTrial(t *testing.T, dir, refDir, stage string, kill time.Duration) (sa
 // every checkpoint directory and BEST are loadable too.
 func checkAfterCrash(t *testing.T, dir string, id Identity, saved int, replacing bool, what string) int {
 	t.Helper()
-	run, err := Open(dir)
+	run, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}

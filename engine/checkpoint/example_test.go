@@ -47,7 +47,9 @@ func Example() {
 	fmt.Println("saved", name)
 
 	// Resume, in another process: everything comes from the checkpoint, the reference from
-	// its recorded source with its hash checked.
+	// its recorded source with its hash checked. (Here the first process's run lets go of the
+	// directory's lock first; a process that ends releases it anyway.)
+	run.Close()
 	run, err = checkpoint.Open(run.Dir)
 	if err != nil {
 		panic(err)

@@ -37,8 +37,10 @@ type fileState struct {
 	Config     json.RawMessage            `json:"config"`
 	Reference  fileIdentity               `json:"reference"`
 	Metrics    metricMap                  `json:"metrics"`
-	Retention  fileRetention              `json:"retention"`
-	Files      map[string]fileEntry       `json:"files"` // path relative to the checkpoint, "/"-separated
+	// MetricsBytes is absent in checkpoints written before it was recorded.
+	MetricsBytes *int64               `json:"metrics_bytes,omitempty"`
+	Retention    fileRetention        `json:"retention"`
+	Files        map[string]fileEntry `json:"files"` // path relative to the checkpoint, "/"-separated
 }
 
 // fileConfig is a gpt2.Config under Hugging Face's names.
@@ -72,6 +74,17 @@ type fileOptimizer struct {
 	WeightDecay float64 `json:"weight_decay"`
 	DecayAll    bool    `json:"decay_all"`
 	Steps       int     `json:"steps"`
+	// Base is OptimizerState.Base, absent when not recorded.
+	Base *fileAdamW `json:"base,omitempty"`
+}
+
+type fileAdamW struct {
+	LR          float64 `json:"lr"`
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
+	Eps         float64 `json:"eps"`
+	WeightDecay float64 `json:"weight_decay"`
+	DecayAll    bool    `json:"decay_all"`
 }
 
 type fileIdentity struct {
@@ -119,12 +132,25 @@ func (f fileIdentity) identity() Identity {
 
 func toFileOptimizer(o OptimizerState) fileOptimizer {
 	c := o.Config
-	return fileOptimizer{Kind: "adamw", LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
+	f := fileOptimizer{Kind: "adamw", LR: c.LR, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps,
 		WeightDecay: c.WeightDecay, DecayAll: c.DecayAll, Steps: o.Steps}
+	if b := o.Base; b != (optim.AdamWConfig{}) {
+		f.Base = &fileAdamW{b.LR, b.Beta1, b.Beta2, b.Eps, b.WeightDecay, b.DecayAll}
+	}
+	return f
 }
 
 func (f fileOptimizer) config() optim.AdamWConfig {
 	return optim.AdamWConfig{LR: f.LR, Beta1: f.Beta1, Beta2: f.Beta2, Eps: f.Eps, WeightDecay: f.WeightDecay, DecayAll: f.DecayAll}
+}
+
+// base is the recorded Base, zero when absent.
+func (f fileOptimizer) base() optim.AdamWConfig {
+	if f.Base == nil {
+		return optim.AdamWConfig{}
+	}
+	b := f.Base
+	return optim.AdamWConfig{LR: b.LR, Beta1: b.Beta1, Beta2: b.Beta2, Eps: b.Eps, WeightDecay: b.WeightDecay, DecayAll: b.DecayAll}
 }
 
 // encodeState renders state.json.

@@ -102,8 +102,12 @@ func load(dir string) (*State, error) {
 		}
 		refParams = rp
 	}
-	return &State{Step: fs.Step, Model: cfg, Params: params,
-		Optimizer: OptimizerState{Config: optCfg, Steps: steps, M: m, V: v},
+	metricsBytes := int64(-1)
+	if fs.MetricsBytes != nil {
+		metricsBytes = *fs.MetricsBytes
+	}
+	return &State{Step: fs.Step, Model: cfg, Params: params, MetricsBytes: metricsBytes,
+		Optimizer: OptimizerState{Config: optCfg, Base: fs.Optimizer.base(), Steps: steps, M: m, V: v},
 		RNG:       fs.RNG, Cursor: fs.Cursor, Recipe: fs.Recipe, Config: fs.Config,
 		Reference: id, ReferenceParams: refParams, Metrics: map[string]float64(fs.Metrics),
 		Name: name, Time: fs.Time, ParamsHash: fs.ParamsHash}, nil

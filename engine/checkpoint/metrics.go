@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"github.com/rookscript/rookscript/engine/atomicfile"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -16,9 +18,18 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00" // RFC 3339 with milliseconds
 
 func (r *Run) metricsPath() string { return filepath.Join(r.Dir, "metrics.jsonl") }
 
+// DiscardedMetricsFile, in the run directory, collects the records that a resume or a
+// rollback takes out of metrics.jsonl: steps logged after the checkpoint the run goes back
+// to, which the run then logs again. Nothing logged is lost, and metrics.jsonl holds one
+// record per step (and per evaluation) of the history that led to the run's weights.
+const DiscardedMetricsFile = "metrics-discarded.jsonl"
+
 // AppendMetrics appends {"step": step, "time": now, ...m} as one line of metrics.jsonl.
 // Non-finite values are written as the strings "NaN", "Infinity" and "-Infinity".
 func (r *Run) AppendMetrics(step int, m map[string]float64) error {
+	if err := r.writable("appending to metrics.jsonl"); err != nil {
+		return err
+	}
 	line, err := metricsLine(step, time.Now(), m)
 	if err != nil {
 		return err
@@ -96,10 +107,92 @@ func (r *Run) endTornMetricsLine() error {
 	return f.Sync()
 }
 
+// RewindMetrics takes out of metrics.jsonl every record logged after checkpoint st was saved
+// (the steps a resume or a rollback repeats), moves them to DiscardedMetricsFile and returns
+// how many it moved. metrics.jsonl is rewritten atomically. For a checkpoint that did not
+// record the log's size (st.MetricsBytes < 0: written by an older version) or a log shorter
+// than that size, the records of steps after st.Step are the ones taken out.
+func (r *Run) RewindMetrics(st *State) (int, error) {
+	if err := r.writable("rewinding metrics.jsonl"); err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(r.metricsPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n := st.MetricsBytes; n >= 0 && n <= int64(len(b)) && (n == 0 || b[n-1] == '\n') {
+		return r.splitMetrics(b[:n], b[n:])
+	}
+	var keep, drop []byte
+	for _, ln := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(bytes.TrimSpace(ln)) == 0 {
+			continue
+		}
+		if rec, err := parseMetricsLine(bytes.TrimSpace(ln)); err == nil && rec["step"].(int) <= st.Step {
+			keep = append(keep, ln...)
+		} else {
+			drop = append(drop, ln...)
+		}
+	}
+	return r.splitMetrics(keep, drop)
+}
+
+// discardMetricsFrom moves the part of metrics.jsonl from byte offset on to the discarded
+// records.
+func (r *Run) discardMetricsFrom(offset int) (int, error) {
+	b, err := os.ReadFile(r.metricsPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return r.splitMetrics(b[:min(offset, len(b))], b[min(offset, len(b)):])
+}
+
+// splitMetrics makes keep the content of metrics.jsonl and appends drop to the discarded
+// records first, so that a crash in between leaves a record in both files, never in neither.
+func (r *Run) splitMetrics(keep, drop []byte) (int, error) {
+	n := 0
+	for _, ln := range bytes.Split(drop, []byte("\n")) {
+		if len(bytes.TrimSpace(ln)) > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if len(drop) > 0 && drop[len(drop)-1] != '\n' {
+		drop = append(drop, '\n') // a torn last line stays a line of its own
+	}
+	path := filepath.Join(r.Dir, DiscardedMetricsFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	_, err = f.Write(drop)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("appending to %s: %w", path, err)
+	}
+	if err := atomicfile.WriteBytes(r.metricsPath(), keep); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // ReadMetrics returns the records of metrics.jsonl in file order: "step" as an int, "time" as
 // a string and every metric as a float64. Lines that do not parse (a line torn by a crash)
-// are skipped and described in skipped. After a resume, the steps logged between the
-// checkpoint and the crash appear again, logged by the resumed run.
+// are skipped and described in skipped. A resumed or rolled-back run has taken the records
+// after its checkpoint out (RewindMetrics), so each step appears once.
 func (r *Run) ReadMetrics() (records []map[string]any, skipped []string, err error) {
 	b, err := os.ReadFile(r.metricsPath())
 	if errors.Is(err, os.ErrNotExist) {

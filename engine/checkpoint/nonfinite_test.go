@@ -15,7 +15,7 @@ import (
 func TestCheckpointRefusesNonFiniteWeights(t *testing.T) {
 	refDir := writeModel(t, tinyConfig, 5)
 	good := filepath.Join(t.TempDir(), "good")
-	run, err := Create(good, Options{})
+	run, err := Create(good, Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}

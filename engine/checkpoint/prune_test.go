@@ -65,7 +65,7 @@ func TestKeepLastAndBest(t *testing.T) {
 		// Open recovers the retention options from the checkpoint.
 		wantOpts := run.Options()
 		wantOpts.Resume = true
-		if r, err := Open(run.Dir); err != nil || r.Options() != wantOpts {
+		if r, err := OpenReadOnly(run.Dir); err != nil || r.Options() != wantOpts {
 			t.Fatalf("Open options %+v, want %+v (%v)", r.Options(), wantOpts, err)
 		}
 	}
@@ -105,22 +105,23 @@ func TestKeepLastAndBest(t *testing.T) {
 func TestCreateRefusesExistingRun(t *testing.T) {
 	id := smallIdentity(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	run, err := Create(dir, Options{})
+	run, err := Create(dir, Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustSave(t, run, plainState(t, 5, id, nil))
-	_, err = Create(dir, Options{})
+	run.Close()
+	_, err = Create(dir, Options{KeepLast: DefaultKeepLast})
 	wantErr(t, err, "already holds checkpoints", "step-00000005")
-	if _, err := Create(dir, Options{Resume: true}); err != nil {
+	if _, err := Create(dir, Options{KeepLast: DefaultKeepLast, Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "nothing")); err == nil {
 		t.Fatal("Open of a directory that is not a run succeeded")
 	}
-	_, err = Create(dir, Options{BestMetric: "reward"})
+	_, err = Create(dir, Options{KeepLast: DefaultKeepLast, BestMetric: "reward"})
 	wantErr(t, err, `"min" or "max"`)
-	_, err = Create(dir, Options{BestMode: "max", Resume: true})
+	_, err = Create(dir, Options{KeepLast: DefaultKeepLast, BestMode: "max", Resume: true})
 	wantErr(t, err, "without a best metric")
 }
 
@@ -128,7 +129,7 @@ func TestCreateRefusesExistingRun(t *testing.T) {
 // checkpoints, and the next save removes them.
 func TestLeftoversIgnoredAndRemoved(t *testing.T) {
 	id := smallIdentity(t)
-	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{})
+	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +144,21 @@ func TestLeftoversIgnoredAndRemoved(t *testing.T) {
 	mustSave(t, run, plainState(t, 2, id, nil))
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Fatalf("leftover still there: %v", err)
+	}
+}
+
+// TestKeepZeroIsAnError: keep 0 (a typo, or an unset field) is refused by name rather than
+// read as a default.
+func TestKeepZeroIsAnError(t *testing.T) {
+	for _, o := range []Options{{}, {KeepLast: 0, BestMetric: "score", BestMode: "max"}} {
+		_, err := Create(filepath.Join(t.TempDir(), "run"), o)
+		wantErr(t, err, "keep 0")
+	}
+	for _, keep := range []int{1, -1} {
+		run, err := Create(filepath.Join(t.TempDir(), "run"), Options{KeepLast: keep})
+		if err != nil {
+			t.Fatalf("keep %d: %v", keep, err)
+		}
+		run.Close()
 	}
 }

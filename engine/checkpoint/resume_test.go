@@ -32,7 +32,7 @@ func TestResumeIsExact(t *testing.T) {
 				}
 			}
 
-			run, err := Create(filepath.Join(t.TempDir(), "run"), Options{})
+			run, err := Create(filepath.Join(t.TempDir(), "run"), Options{KeepLast: DefaultKeepLast})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,6 +46,7 @@ func TestResumeIsExact(t *testing.T) {
 			mustSave(t, run, first.state())
 			stepN := first.policy.ParamsHost()
 			first = nil // nothing of the first run's objects survives
+			run.Close()
 
 			run, err = Open(run.Dir)
 			if err != nil {
@@ -128,7 +129,7 @@ func TestResumeWithPolicyAsReferenceDiverges(t *testing.T) {
 // reference changed in memory without a sync, and a state without a reference are errors.
 func TestReferenceIdentity(t *testing.T) {
 	refDir := writeModel(t, tinyConfig, 5)
-	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{})
+	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestReferenceIdentity(t *testing.T) {
 // match the recorded sync (manifest re-sealed, so only the content hash can tell) are refused.
 func TestSyncedReferenceChangedInCheckpoint(t *testing.T) {
 	refDir := writeModel(t, tinyConfig, 5)
-	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{})
+	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	id.Config = tinyConfig // a small architecture; the hash is what is checked
 	id.Hash = gpt2.ParamsHash(tinyConfig, gpt2.RandomParams(tinyConfig, 1))
-	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{})
+	run, err := Create(filepath.Join(t.TempDir(), "run"), Options{KeepLast: DefaultKeepLast})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,15 @@ import (
 // ErrNoCheckpoint is returned (wrapped) by Latest when the run has not saved one yet.
 var ErrNoCheckpoint = errors.New("no checkpoint")
 
-// DefaultKeepLast is how many of the newest checkpoints Options.KeepLast 0 keeps.
+// DefaultKeepLast is how many of the newest checkpoints a run keeps when its recipe does not
+// say (and what Open assumes for a checkpoint that recorded no retention).
 const DefaultKeepLast = 3
 
 // Options configure a run directory's retention.
 type Options struct {
 	// KeepLast is how many of the newest checkpoints (by step) to keep besides the LATEST and
-	// BEST ones; 0 means DefaultKeepLast, a negative value keeps all.
+	// BEST ones, at least 1; a negative value keeps all. 0 is an error: it is what an unset
+	// field or a mistyped "keep = 0" look like, and neither may silently mean a default.
 	KeepLast int
 	// BestMetric names the State.Metrics entry that picks the best checkpoint ("" keeps
 	// none); BestMode is "min" or "max". A non-finite value never becomes best.
@@ -35,10 +37,9 @@ type Options struct {
 }
 
 func (o Options) normalize() (Options, error) {
-	if o.KeepLast == 0 {
-		o.KeepLast = DefaultKeepLast
-	}
 	switch {
+	case o.KeepLast == 0:
+		return o, fmt.Errorf("checkpoint options: keep 0 checkpoints: keep at least 1 (the newest), or a negative count to keep all")
 	case o.BestMetric == "" && o.BestMode != "":
 		return o, fmt.Errorf("checkpoint options: best mode %q without a best metric", o.BestMode)
 	case o.BestMetric != "" && o.BestMode != "min" && o.BestMode != "max":
@@ -47,17 +48,25 @@ func (o Options) normalize() (Options, error) {
 	return o, nil
 }
 
-// Run is a run directory. It is not safe for concurrent use, and one process writes a run
-// directory at a time.
+// Run is a run directory. It is not safe for concurrent use. One process writes a run
+// directory at a time: Create and Open take an exclusive lock on it (LockFile), which Close
+// or the end of the process releases; OpenReadOnly reads without it.
 type Run struct {
-	Dir    string
-	opts   Options
-	config json.RawMessage // the last WriteConfig, recorded in checkpoints
+	Dir      string
+	opts     Options
+	config   json.RawMessage // the last WriteConfig, recorded in checkpoints
+	lock     *os.File        // the writer's lock; nil when read-only or closed
+	readOnly bool
 }
 
-// Create opens dir for a new run, creating it if needed. A directory that already holds
-// checkpoints is refused unless opts.Resume is set, so a new run cannot prune or shadow an
-// old one by accident.
+// ErrReadOnly is returned (wrapped) by the writing methods of a run opened with OpenReadOnly
+// or closed.
+var ErrReadOnly = errors.New("run directory not open for writing")
+
+// Create opens dir for a new run, creating it if needed, and locks it. A directory that
+// already holds checkpoints is refused unless opts.Resume is set, so a new run cannot prune
+// or shadow an old one by accident. A metrics.jsonl left by a run that never saved a
+// checkpoint is moved to DiscardedMetricsFile: the new run's log starts empty.
 func Create(dir string, opts Options) (*Run, error) {
 	opts, err := opts.normalize()
 	if err != nil {
@@ -66,29 +75,61 @@ func Create(dir string, opts Options) (*Run, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "checkpoints"), 0o755); err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: dir, opts: opts}
-	if !opts.Resume {
-		names, err := r.List()
-		if err != nil {
-			return nil, err
-		}
-		if _, lerr := os.Stat(r.path("LATEST")); len(names) > 0 || lerr == nil {
-			return nil, fmt.Errorf("%s already holds checkpoints (%s): resume it or choose another directory", dir, strings.Join(names, ", "))
-		}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	if err := r.endTornMetricsLine(); err != nil {
+	r := &Run{Dir: dir, opts: opts, lock: lock}
+	if err := r.create(); err != nil {
+		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-// Open opens an existing run directory for resume, with the retention options its newest
-// checkpoint recorded (DefaultKeepLast and no best metric if it has none).
+func (r *Run) create() error {
+	if !r.opts.Resume {
+		names, err := r.List()
+		if err != nil {
+			return err
+		}
+		if _, lerr := os.Stat(r.path("LATEST")); len(names) > 0 || lerr == nil {
+			return fmt.Errorf("%s already holds checkpoints (%s): resume it or choose another directory", r.Dir, strings.Join(names, ", "))
+		}
+		if _, err := r.discardMetricsFrom(0); err != nil {
+			return err
+		}
+		return nil
+	}
+	return r.endTornMetricsLine()
+}
+
+// Open opens an existing run directory for resume and locks it, with the retention options
+// its newest checkpoint recorded (DefaultKeepLast and no best metric if it has none).
 func Open(dir string) (*Run, error) {
+	r, err := OpenReadOnly(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r.lock, err = lockDir(dir); err != nil {
+		return nil, err
+	}
+	r.readOnly = false
+	if err := r.endTornMetricsLine(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenReadOnly opens a run directory to read its checkpoints and metrics without the
+// writer's lock (an evaluation, a plot, a check while the run goes on). Its writing methods
+// return ErrReadOnly.
+func OpenReadOnly(dir string) (*Run, error) {
 	if fi, err := os.Stat(filepath.Join(dir, "checkpoints")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a run directory (no checkpoints/ in it)", dir)
 	}
-	r := &Run{Dir: dir, opts: Options{KeepLast: DefaultKeepLast, Resume: true}}
+	r := &Run{Dir: dir, opts: Options{KeepLast: DefaultKeepLast, Resume: true}, readOnly: true}
 	// A LATEST that cannot be read is Latest's error to report, not Open's.
 	if name, err := r.latestName(); err == nil {
 		if fs, err := r.readState(name); err == nil {
@@ -98,10 +139,26 @@ func Open(dir string) (*Run, error) {
 			}
 		}
 	}
-	if err := r.endTornMetricsLine(); err != nil {
-		return nil, err
-	}
 	return r, nil
+}
+
+// Close releases the writer's lock; the run cannot write any more. Closing twice is a no-op.
+func (r *Run) Close() error {
+	r.readOnly = true
+	if r.lock == nil {
+		return nil
+	}
+	err := r.lock.Close()
+	r.lock = nil
+	return err
+}
+
+// writable reports ErrReadOnly for a run that may not write.
+func (r *Run) writable(what string) error {
+	if r.readOnly || r.lock == nil {
+		return fmt.Errorf("%s in %s: %w (opened read-only, or closed)", what, r.Dir, ErrReadOnly)
+	}
+	return nil
 }
 
 // Options returns the run's retention options.
@@ -113,11 +170,17 @@ func (r *Run) path(elem ...string) string {
 
 // WriteRecipe stores a copy of the recipe source as recipe.lua.
 func (r *Run) WriteRecipe(src []byte) error {
+	if err := r.writable("writing recipe.lua"); err != nil {
+		return err
+	}
 	return atomicfile.WriteBytes(filepath.Join(r.Dir, "recipe.lua"), src)
 }
 
 // WriteConfig stores the resolved config as config.json; later checkpoints record it too.
 func (r *Run) WriteConfig(cfg any) error {
+	if err := r.writable("writing config.json"); err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("run config: %w", err)
@@ -127,6 +190,34 @@ func (r *Run) WriteConfig(cfg any) error {
 	}
 	r.config = b
 	return nil
+}
+
+// RecordedConfig returns the resolved config the newest checkpoint ran with and that
+// checkpoint's name; for a checkpoint that recorded none, config.json's (nil if there is no
+// such file). It reads state.json only, checking its checksum, not the weights.
+func (r *Run) RecordedConfig() (cfg json.RawMessage, checkpoint string, err error) {
+	name, err := r.latestName()
+	if err != nil {
+		return nil, "", err
+	}
+	fs, err := r.readState(name)
+	if err != nil {
+		return nil, name, fmt.Errorf("checkpoint %s: %w", r.path(name), err)
+	}
+	if fs.Config != nil {
+		return fs.Config, name, nil
+	}
+	b, err := os.ReadFile(filepath.Join(r.Dir, "config.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, name, nil
+	}
+	if err != nil {
+		return nil, name, err
+	}
+	if !json.Valid(b) {
+		return nil, name, fmt.Errorf("%s is not valid JSON", filepath.Join(r.Dir, "config.json"))
+	}
+	return b, name, nil
 }
 
 var nameRE = regexp.MustCompile(`^step-([0-9]{8,})$`)

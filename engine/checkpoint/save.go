@@ -40,6 +40,9 @@ func (r *Run) Save(st *State) (string, error) {
 	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("saving checkpoint %s in %s: %w", name, r.Dir, err)
 	}
+	if err := r.writable("saving"); err != nil {
+		return fail(err)
+	}
 	policyHash, err := st.validate()
 	if err != nil {
 		return fail(err)
@@ -53,8 +56,10 @@ func (r *Run) Save(st *State) (string, error) {
 	if config == nil {
 		config = r.config
 	}
-	// Everything logged up to this step is durable before a checkpoint claims the step.
-	if err := syncIfExists(r.metricsPath()); err != nil {
+	// Everything logged up to this step is durable before a checkpoint claims the step, and
+	// the checkpoint records how much that was (RewindMetrics).
+	metricsBytes, err := syncIfExists(r.metricsPath())
+	if err != nil {
 		return fail(err)
 	}
 
@@ -98,7 +103,7 @@ func (r *Run) Save(st *State) (string, error) {
 
 	fs := &fileState{Step: st.Step, Time: time.Now().UTC(), Model: toFileConfig(st.Model), ParamsHash: policyHash,
 		Optimizer: toFileOptimizer(st.Optimizer), RNG: st.RNG, Cursor: st.Cursor, Recipe: st.Recipe, Config: config,
-		Reference: toFileIdentity(st.Reference), Metrics: metricMap(st.Metrics),
+		Reference: toFileIdentity(st.Reference), Metrics: metricMap(st.Metrics), MetricsBytes: &metricsBytes,
 		Retention: fileRetention{KeepLast: r.opts.KeepLast, BestMetric: r.opts.BestMetric, BestMode: r.opts.BestMode},
 		Files:     map[string]fileEntry{}}
 	if fs.RNG == nil {
@@ -143,7 +148,7 @@ func (r *Run) Save(st *State) (string, error) {
 	if err := atomicfile.WriteBytes(r.path("LATEST"), []byte(name+"\n")); err != nil {
 		return fail(err)
 	}
-	st.Name, st.Time, st.ParamsHash = name, fs.Time, policyHash
+	st.Name, st.Time, st.ParamsHash, st.MetricsBytes = name, fs.Time, policyHash, metricsBytes
 	hook("latest")
 	if err := r.updateBest(name, st.Metrics, replaced); err != nil {
 		return name, fmt.Errorf("saved checkpoint %s in %s, but updating BEST failed: %w", name, r.Dir, err)
@@ -171,16 +176,24 @@ func i64Scalar(name string, v int64) safetensors.Tensor {
 	return safetensors.Tensor{Name: name, DType: "I64", Shape: []int{}, Data: b}
 }
 
-func syncIfExists(path string) error {
+// syncIfExists fsyncs a file that may not exist and returns its size (0 if it does not).
+func syncIfExists(path string) (int64, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
 }
 
 // tempName is a fresh name for a directory to be removed (".tmp-" prefixed, so the loader

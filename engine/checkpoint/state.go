@@ -31,6 +31,10 @@ type State struct {
 	// Metrics of this step; Options.BestMetric is read from here. Non-finite values are kept.
 	Metrics map[string]float64
 
+	// MetricsBytes is the size of metrics.jsonl when the checkpoint was saved: what was logged
+	// up to it (RewindMetrics). Set by Save and Load; -1 when unknown.
+	MetricsBytes int64
+
 	// Set by Save and Load.
 	Name       string    // "step-00000050"
 	Time       time.Time // when it was saved
@@ -40,8 +44,12 @@ type State struct {
 // OptimizerState is AdamW's configuration, step count and moments.
 type OptimizerState struct {
 	Config optim.AdamWConfig
-	Steps  int
-	M, V   []float32 // Layout order
+	// Base is the configuration the recipe built the optimizer with, before the run changed
+	// it (a recovery policy lowering the learning rate): on resume, a setting the recipe now
+	// builds differently from Base is one the user changed. Zero when not recorded.
+	Base  optim.AdamWConfig
+	Steps int
+	M, V  []float32 // Layout order
 }
 
 // NewState captures the policy's weights and the optimizer's state at step (host copies).
@@ -49,7 +57,7 @@ type OptimizerState struct {
 func NewState(step int, policy *gpt2.Model, opt *optim.AdamW) *State {
 	m, v := opt.Export()
 	return &State{Step: step, Model: policy.Config, Params: policy.ParamsHost(),
-		Optimizer: OptimizerState{Config: opt.Config, Steps: opt.Steps, M: m, V: v}}
+		Optimizer: OptimizerState{Config: opt.Config, Steps: opt.Steps, M: m, V: v}, MetricsBytes: -1}
 }
 
 // Apply puts the saved weights and optimizer state into policy and opt, for a resume into

@@ -63,6 +63,7 @@ function T.test_schedule_survives_resume()
   train_step(policy, opt, 2)
   opt:scale_lr(0.5)
   run:save(2)
+  run:close() -- a run directory has one writer at a time
   local want = opt:lr()
 
   local p2 = rook.load("random:tiny")

@@ -12,26 +12,35 @@ local function tmpdir()
 end
 
 -- One training run of `steps` steps (resuming from `resume` if given), saving at `save_at`.
--- Returns the policy's hash and the metrics of each step.
-local function train(dir, steps, save_at, resume)
+-- o.ref_after_resume: take the reference as a copy of the policy after rook.run (the mistake
+-- the run must refuse); o.run_ref: take it from run.ref. Returns the policy's hash, the KL of
+-- each step, the recipe state, the reference's hash and the (closed) run.
+local function train(dir, steps, save_at, resume, o)
+  o = o or {}
   local policy = rook.load("random:tiny")
-  local ref = policy:reference()
+  local ref = (o.ref_after_resume or o.run_ref) and nil or policy:reference()
   local opt = rook.adamw(policy, { lr = 3e-3 })
   local data = rook.positions{ path = EPD, task = "mix", seed = 5 }
   local run, err = rook.run{ dir = dir, resume = resume, policy = policy, ref = ref, opt = opt, data = data, steps = steps }
   assert(run, err)
+  if o.ref_after_resume then ref = policy:reference() end
+  if o.run_ref then ref = run.ref end
   local state = run:state()
   local seen = state.seen or 0
   local kl = {}
-  for step = run.step + 1, steps do
-    local b = policy:rollout(data:next(2), { group = 4, max_new_tokens = 6, seed = 100 + step, temperature = 1 })
-    rook.reward.fn(b, function(_, text) return #text % 5 end)
-    local m = rook.grpo.step(policy, ref, opt, b, { beta = 0.05 })
-    run:log(step, m)
-    seen = seen + b.size
-    kl[step] = m.kl
-    if step == save_at then run:save(step, { state = { seen = seen } }) end
-  end
+  local ok, err = pcall(function()
+    for step = run.step + 1, steps do
+      local b = policy:rollout(data:next(2), { group = 4, max_new_tokens = 6, seed = 100 + step, temperature = 1 })
+      rook.reward.fn(b, function(_, text) return #text % 5 end)
+      local m = rook.grpo.step(policy, ref, opt, b, { beta = 0.05 })
+      run:log(step, m)
+      seen = seen + b.size
+      kl[step] = m.kl
+      if step == save_at then run:save(step, { state = { seen = seen } }) end
+    end
+  end)
+  run:close()
+  if not ok then error(err, 0) end
   return policy:hash(), kl, seen, ref:hash(), run
 end
 
@@ -52,29 +61,124 @@ function T.test_resume_is_exact()
   check.eq(#recs, 4, "metrics of every step are in metrics.jsonl")
 end
 
-function T.test_rollback_and_sync()
+-- A crash after logging steps the checkpoint does not hold: the resumed run logs them again,
+-- and metrics.jsonl holds each step once.
+function T.test_resume_after_crash_logs_each_step_once()
+  local dir = tmpdir()
+  train(dir, 3, 2) -- saves at 2, logs 3, "crashes"
+  local _, _, _, _, run = train(nil, 4, nil, dir)
+  local steps = {}
+  for _, r in ipairs(run:metrics()) do steps[#steps + 1] = tostring(r.step) end
+  check.eq(table.concat(steps, " "), "1 2 3 4", "steps in metrics.jsonl")
+end
+
+-- GRPO correctness: a reference copied from the policy after a resume is the resumed weights
+-- (KL ≡ 0). It is labelled as a trained copy, rook.grpo.step refuses it naming both hashes,
+-- and run.ref is the reference the run recorded, with the KL of the continuous run.
+function T.test_reference_after_resume()
+  local _, kl3 = train(tmpdir(), 3, nil)
+  local dir = tmpdir()
+  train(dir, 2, 2)
+  local err = check.errors(function() train(nil, 3, nil, dir, { ref_after_resume = true }) end,
+                           "is not run " .. dir .. "'s recorded KL reference")
+  check.truthy(string.find(err, "trained copy", 1, true), "the copy is labelled as trained: " .. err)
+  check.truthy(select(2, string.gsub(err, "hash %x%x%x%x%x%x%x%x%x%x%x%x", "")) == 2, "both hashes named: " .. err)
+  local _, kl = train(nil, 3, nil, dir, { run_ref = true })
+  check.eq(kl[3], kl3[3], "KL after resume against run.ref equals the continuous run's")
+  check.truthy(kl3[3] > 0, "the step has a KL to measure")
+end
+
+-- GRPO correctness: the run is the only way to move its reference. ref:sync on a run's
+-- reference is refused; a reference synced outside the run is refused by rook.grpo.step;
+-- run:sync_reference is recorded, and the same batch after a resume gives the same KL.
+function T.test_reference_moves_only_through_the_run()
+  local dir = tmpdir()
+  local policy = rook.load("random:tiny")
+  local ref = policy:reference()
+  local opt = rook.adamw(policy, { lr = 1e-2 })
+  local run = assert(rook.run{ dir = dir, policy = policy, ref = ref, opt = opt })
+  local function batch()
+    local b = policy:rollout({ "a", "b" }, { group = 4, max_new_tokens = 4, seed = 7 })
+    b:set_rewards({ 1, 0, 0, 1, 0, 1, 1, 0 })
+    return b
+  end
+  rook.grpo.step(policy, ref, opt, batch(), { beta = 0.1 })
+  run:log(1, {})
+  check.errors(function() ref:sync(policy) end, "run:sync_reference")
+  local loose = rook.load("random:tiny"):reference() -- the run's start weights, in no run
+  rook.grpo.step(policy, loose, opt, batch(), { beta = 0.1 }) -- accepted: the recorded weights
+  run:log(2, {})
+  loose:sync(policy) -- a reference of no run may be synced; it is then not this run's reference
+  check.errors(function() rook.grpo.step(policy, loose, opt, batch(), { beta = 0.1 }) end, "recorded KL reference")
+  local synced = run:sync_reference(2)
+  check.eq(ref:hash(), synced, "synced")
+  run:save(2)
+  local want = rook.grpo.step(policy, ref, opt, batch(), { beta = 0.1 }).kl
+  run:close()
+
+  local p2 = rook.load("random:tiny")
+  local opt2 = rook.adamw(p2, { lr = 1e-2 })
+  local run2 = assert(rook.run{ resume = dir, policy = p2, opt = opt2 })
+  check.eq(run2.ref:hash(), synced, "run.ref is the synced reference")
+  local b = p2:rollout({ "a", "b" }, { group = 4, max_new_tokens = 4, seed = 7 })
+  b:set_rewards({ 1, 0, 0, 1, 0, 1, 1, 0 })
+  local got = rook.grpo.step(p2, run2.ref, opt2, b, { beta = 0.1 }).kl
+  check.eq(got, want, "KL after resume to the synced reference")
+  run2:close()
+end
+
+-- Rollback: raises without a checkpoint; brings the step back with the weights; the records
+-- of the steps it undoes leave metrics.jsonl.
+function T.test_rollback()
   local dir = tmpdir()
   local policy = rook.load("random:tiny")
   local ref = policy:reference()
   local opt = rook.adamw(policy, { lr = 1e-2 })
   local run, err = rook.run{ dir = dir, policy = policy, ref = ref, opt = opt }
   assert(run, err)
-  local _, err = run:rollback()
-  check.truthy(string.find(err, "no checkpoint", 1, true), "rollback needs a checkpoint")
+  check.errors(function() run:rollback() end, "no checkpoint saved yet in " .. dir)
+  run:log(1, { loss = 1 })
   run:save(1)
-  local saved = policy:hash()
+  local saved, adam = policy:hash(), opt:steps()
   local b = policy:rollout({ "a" }, { group = 4, max_new_tokens = 4, seed = 1 })
   b:set_rewards({ 1, 0, 0, 1 })
   rook.grpo.step(policy, ref, opt, b)
+  run:log(2, { loss = 2 })
   check.truthy(policy:hash() ~= saved, "trained")
+  check.eq(run.step, 2)
   check.eq(run:rollback(), 1)
+  check.eq(run.step, 1, "the step came back with the weights")
   check.eq(policy:hash(), saved, "rolled back")
-  local h = run:sync_reference(1)
-  check.eq(h, policy:hash())
-  check.eq(ref:hash(), policy:hash(), "reference synced")
+  check.eq(opt:steps(), adam, "Adam's step came back")
+  check.eq(#run:metrics(), 1, "the undone step's record left metrics.jsonl")
+  check.errors(function() run:save(0) end, "the run is at step 1")
+  run:close()
+end
+
+-- Saving: a failure raises an error naming the file and the cause; a second writer is refused
+-- while a run holds the directory; a closed run's directory is not reused by a new run.
+function T.test_save_failure_and_ownership()
+  local dir = tmpdir()
+  local policy = rook.load("random:tiny")
+  local opt = rook.adamw(policy, { lr = 1e-2 })
+  local run = assert(rook.run{ dir = dir, policy = policy, opt = opt })
+  run:save(1)
+  check.errors(function() rook.run{ dir = dir, policy = policy, opt = opt } end, "already belongs to run")
+  local other = rook.load("random:tiny")
+  local _, lerr = rook.run{ dir = dir, policy = other, opt = rook.adamw(other) }
+  check.truthy(string.find(lerr, "is in use by this process", 1, true), "second writer refused: " .. tostring(lerr))
+  -- A file where the checkpoints directory should be (root ignores permissions, not this).
+  assert(os.rename(dir .. "/checkpoints", dir .. "/checkpoints.moved"))
+  assert(io.open(dir .. "/checkpoints", "w")):close()
+  local err = check.errors(function() run:save(2) end, "run:save(2): saving checkpoint step-00000002 in " .. dir)
+  check.truthy(string.find(err, dir .. "/checkpoints", 1, true) and string.find(err, "not a directory", 1, true), err)
+  os.remove(dir .. "/checkpoints")
+  assert(os.rename(dir .. "/checkpoints.moved", dir .. "/checkpoints"))
   run:save(2)
-  local _, rerr = rook.run{ dir = dir, policy = policy, ref = ref, opt = opt }
-  check.truthy(string.find(rerr, "already", 1, true) or string.find(rerr, "exist", 1, true), "a run directory is not reused: " .. tostring(rerr))
+  run:close()
+  check.errors(function() run:save(3) end, "is closed")
+  local _, rerr = rook.run{ dir = dir, policy = policy, opt = opt }
+  check.truthy(string.find(rerr, "already holds checkpoints", 1, true), "a run directory is not reused: " .. tostring(rerr))
   check.errors(function() rook.run{ dir = dir, policy = policy, opt = rook.adamw(rook.load("random:tiny")) } end, "not the policy's optimizer")
 end
 

@@ -29,6 +29,20 @@ function T.test_skip_reduce_rollback_stop()
   check.truthy(string.find(report, "after 3 unhealthy steps in a row", 1, true), report)
 end
 
+-- A rollback that cannot be done (no checkpoint yet: run:rollback raises) stops the run with
+-- the reason in the report, instead of reporting "rollback to step nil" and going on.
+function T.test_failed_rollback_stops()
+  local opt = fakes()
+  local run = {}
+  function run:rollback() error("run:rollback: no checkpoint saved yet in runs/x: nothing to go back to") end
+  local rec = recovery.new{ lr_factor = 0.5, rollback_after = 1, stop_after = 3 }
+  check.eq(rec:check(1, { finite = false }, { opt = opt, run = run }), "stop")
+  local report = rec:report()
+  check.truthy(string.find(report, "a rollback was due but failed", 1, true), report)
+  check.truthy(string.find(report, "no checkpoint saved yet in runs/x", 1, true), report)
+  check.truthy(not string.find(report, "nil", 1, true), report)
+end
+
 function T.test_healthy_step_resets_and_limits()
   local opt, run = fakes()
   local rec = recovery.new{ kl_max = 0.5, grad_norm_max = 10, rollback_after = 0, stop_after = 2 }

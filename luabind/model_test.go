@@ -1,0 +1,41 @@
+package luabind
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/gpt2"
+)
+
+// TestLoadDefaultModel: rook.load("default") resolves the embedded default model itself (from
+// the cache here), taking the engine to build it with as an option, so recipes need no
+// "if model == 'default'" of their own.
+func TestLoadDefaultModel(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("ROOKSCRIPT_CACHE", cache)
+	mc := gpt2.Config{VocabSize: 29, MaxSeqLen: 16, NumLayers: 1, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
+	model := filepath.Join(cache, "default-model-v1", "model")
+	os.MkdirAll(filepath.Dir(model), 0o755)
+	if err := gpt2.SaveHF(model, mc, gpt2.RandomParams(mc, 3)); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	e, err := New(Options{Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	err = e.DoString(context.Background(), `
+		local rook = require("rook")
+		local m = assert(rook.load("default", { engine = nil }))
+		print(m.source)`, "default.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "(cached in "+model+")") || !strings.Contains(out.String(), "\n"+model+"\n") {
+		t.Fatalf("rook.load(\"default\") did not load the cached default model:\n%s", out.String())
+	}
+}

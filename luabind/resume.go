@@ -1,0 +1,301 @@
+package luabind
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/rookscript/rookscript/engine/checkpoint"
+)
+
+// resumeFixed are the config keys no resume may change, whatever the recipe: the model a run
+// starts from (its reference is reloaded from there) and the seed its data, evaluation set and
+// rollouts derive from. A recipe names its own with rook.run{fixed = {...}}.
+var resumeFixed = []string{"model", "seed"}
+
+// resumeInfo is what resolving a resumed run's config found.
+type resumeInfo struct {
+	dir        string
+	checkpoint string            // the checkpoint whose config was the base
+	changes    map[string]change // key → recorded and new value, for the keys the command line changed
+	applied    bool              // rook.run has resumed the run
+}
+
+type change struct{ from, to any }
+
+// resumeConfig resolves the config of a resumed run (resume=DIR on the command line). The
+// base is the config the run's newest checkpoint recorded, not the recipe's defaults, and the
+// TOML file beside the recipe is not read again (its values at the start are in the record):
+// `resume=runs/x` alone continues exactly the run that was started. config=PATH and
+// key=value arguments then override it; each change is printed and recorded by the next
+// checkpoint, and a key that cannot change mid-run (resumeFixed) is refused by name. Returns
+// false when the command line resumes nothing.
+func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
+	dir := ""
+	for _, o := range e.args {
+		if o.key == "resume" {
+			dir = o.raw
+		}
+	}
+	if dir == "" {
+		return false, nil
+	}
+	fail := func(format string, a ...any) (bool, error) {
+		return true, fmt.Errorf("resume=%s: %s", dir, fmt.Sprintf(format, a...))
+	}
+	ro, err := checkpoint.OpenReadOnly(dir)
+	if err != nil {
+		return fail("%v", err)
+	}
+	raw, name, err := ro.RecordedConfig()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if raw == nil {
+		return fail("checkpoint %s records no config and the run has no config.json: the settings it ran with are unknown", name)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return fail("checkpoint %s: recorded config: %v", name, err)
+	}
+	defaults := deepCopy(cfg).(map[string]any)
+	if err := overlayRecorded(cfg, rec, ""); err != nil {
+		return fail("checkpoint %s: %v", name, err)
+	}
+	var notes []string
+	for _, k := range missingKeys(defaults, rec, "") {
+		notes = append(notes, fmt.Sprintf("%s is not in the run's record (a key the recipe gained since): the recipe's default %s", k, show(lookupKey(defaults, k))))
+	}
+
+	base := deepCopy(cfg).(map[string]any)
+	for _, o := range e.args {
+		if o.key != "config" {
+			continue
+		}
+		var file map[string]any
+		if _, err := toml.DecodeFile(o.raw, &file); err != nil {
+			return fail("config file %s: %v", o.raw, err)
+		}
+		if err := mergeTOML(cfg, file, o.raw, ""); err != nil {
+			return fail("%v", err)
+		}
+		cfg["config"] = o.raw
+	}
+	open := openTables(cfg, "", map[string]bool{})
+	runDirGiven := false
+	for _, o := range e.args {
+		switch o.key {
+		case "resume", "config":
+			continue
+		case "run_dir":
+			runDirGiven = true
+			if !sameDir(o.raw, dir) {
+				return fail("run_dir=%s names another directory: a resumed run writes where it ran (leave run_dir out, or give the same directory)", o.raw)
+			}
+		}
+		if _, err := applyOverride(cfg, o, open); err != nil {
+			return fail("%v", err)
+		}
+	}
+	cfg["resume"] = dir
+	if old, ok := base["run_dir"].(string); ok {
+		// The run is where it is resumed, whatever the record calls it (a directory moved, or
+		// named from another working directory).
+		if !sameDir(old, dir) {
+			notes = append(notes, fmt.Sprintf("run_dir %s → %s (the directory resumed)", old, dir))
+		}
+		if !runDirGiven {
+			cfg["run_dir"] = dir
+		}
+		base["run_dir"] = cfg["run_dir"]
+	}
+
+	changes := map[string]change{}
+	diffConfig(base, cfg, "", changes)
+	for _, k := range resumeFixed {
+		if c, ok := changes[k]; ok {
+			return fail("%s cannot change in the middle of a run (it ran with %s, the command line gives %s): start a new run for that", k, show(c.from), show(c.to))
+		}
+	}
+	e.resume = &resumeInfo{dir: dir, checkpoint: name, changes: changes}
+	if !e.opts.Quiet {
+		fmt.Fprintf(e.out, "resume %s: the config recorded by %s", dir, name)
+		if len(changes) == 0 {
+			fmt.Fprintf(e.out, ", unchanged\n")
+		} else {
+			fmt.Fprintf(e.out, ", changed by the command line:\n")
+			for _, k := range sortedKeys(changes) {
+				fmt.Fprintf(e.out, "  %s: %s → %s\n", k, show(changes[k].from), show(changes[k].to))
+			}
+		}
+		for _, n := range notes {
+			fmt.Fprintf(e.out, "  note: %s\n", n)
+		}
+	}
+	return true, nil
+}
+
+// checkFixed refuses a change of one of a recipe's own fixed keys (rook.run{fixed=}).
+func (ri *resumeInfo) checkFixed(keys []string) error {
+	for _, k := range keys {
+		if c, ok := ri.changes[k]; ok {
+			return fmt.Errorf("resume=%s: %s cannot change in the middle of this recipe's run (it ran with %s, the command line gives %s): start a new run for that",
+				ri.dir, k, show(c.from), show(c.to))
+		}
+	}
+	return nil
+}
+
+// overlayRecorded puts the recorded values over the recipe's defaults: every recorded key
+// must still be declared, with the same type. The reserved keys are the run's own business
+// (resume is set anew), except config, which is kept as a record of where values came from.
+func overlayRecorded(cfg, rec map[string]any, prefix string) error {
+	for _, k := range sortedKeys(rec) {
+		v := rec[k]
+		if _, reserved := reservedKeys[k]; reserved && prefix == "" {
+			if k == "config" {
+				cfg[k] = fmt.Sprint(v)
+			}
+			continue
+		}
+		name := prefix + k
+		old, ok := cfg[k]
+		if !ok {
+			return fmt.Errorf("the run recorded key %q, which this recipe does not declare%s (renamed? resume with the recipe the run started with)", name, suggest(k, cfg))
+		}
+		if sub, isMap := old.(map[string]any); isMap {
+			vm, ok := v.(map[string]any)
+			if !ok {
+				return fmt.Errorf("recorded key %q is a %s, the recipe declares a table", name, typeName(v))
+			}
+			if len(sub) == 0 {
+				cfg[k] = vm // an open table holds whatever was recorded
+				continue
+			}
+			if err := overlayRecorded(sub, vm, name+"."); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := sameType(old, v); err != nil {
+			return fmt.Errorf("recorded key %q: %w", name, err)
+		}
+		cfg[k] = v
+	}
+	return nil
+}
+
+// missingKeys lists the dotted keys of the defaults that the record lacks.
+func missingKeys(defaults, rec map[string]any, prefix string) []string {
+	var out []string
+	for _, k := range sortedKeys(defaults) {
+		if _, reserved := reservedKeys[k]; reserved && prefix == "" {
+			continue
+		}
+		rv, ok := rec[k]
+		if !ok {
+			out = append(out, prefix+k)
+			continue
+		}
+		dm, isMap := defaults[k].(map[string]any)
+		if rm, ok := rv.(map[string]any); isMap && ok && len(dm) > 0 {
+			out = append(out, missingKeys(dm, rm, prefix+k+".")...)
+		}
+	}
+	return out
+}
+
+// diffConfig records the leaves that differ between a and b under their dotted names (an open
+// table counts as one value).
+func diffConfig(a, b map[string]any, prefix string, out map[string]change) {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range keys {
+		if _, reserved := reservedKeys[k]; reserved && prefix == "" {
+			continue
+		}
+		av, bv := a[k], b[k]
+		am, aok := av.(map[string]any)
+		bm, bok := bv.(map[string]any)
+		if aok && bok && len(am) > 0 && len(bm) > 0 {
+			diffConfig(am, bm, prefix+k+".", out)
+			continue
+		}
+		if show(av) != show(bv) {
+			out[prefix+k] = change{av, bv}
+		}
+	}
+}
+
+func lookupKey(m map[string]any, dotted string) any {
+	var v any = m
+	for _, p := range strings.Split(dotted, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[p]
+	}
+	return v
+}
+
+// show writes a config value as JSON (maps with sorted keys), the form the record uses.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// sameDir reports whether two paths name the same directory (the same file when both exist).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(fa, fb)
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
+}

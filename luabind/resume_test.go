@@ -1,0 +1,150 @@
+package luabind
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/checkpoint"
+	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/optim"
+)
+
+// recordedRun makes a run directory whose checkpoint recorded cfg, from a small model saved
+// beside it.
+func recordedRun(t *testing.T, cfg map[string]any) string {
+	t.Helper()
+	tmp := t.TempDir()
+	mc := gpt2.Config{VocabSize: 29, MaxSeqLen: 16, NumLayers: 1, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
+	src := filepath.Join(tmp, "model")
+	params := gpt2.RandomParams(mc, 1)
+	if err := gpt2.SaveHF(src, mc, params); err != nil {
+		t.Fatal(err)
+	}
+	id, _, _, err := checkpoint.NewReference(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	r, err := checkpoint.Create(dir, checkpoint.Options{KeepLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.WriteConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]float32, len(params))
+	st := &checkpoint.State{Step: 4, Model: mc, Params: params, Reference: id,
+		Optimizer: checkpoint.OptimizerState{Config: optim.DefaultAdamW(), M: zeros, V: zeros}}
+	if _, err := r.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestResumeConfig: on resume the recorded config is the base — not the defaults, not the
+// TOML beside the recipe — the command line (config=PATH, key=value) changes it and says
+// what changed, and what cannot be resumed is refused by name.
+func TestResumeConfig(t *testing.T) {
+	recorded := map[string]any{"model": "m1", "seed": 7.0, "lr": 0.01, "kl_coef": 0.3, "steps": 4.0,
+		"run_dir": "runs/old-name", "resume": "", "opt": map[string]any{"betas": []any{0.8, 0.9}}, "pass": map[string]any{"x": 1.0}}
+	dir := recordedRun(t, recorded)
+	tmp := t.TempDir()
+	recipe := filepath.Join(tmp, "train.lua")
+	os.WriteFile(recipe, []byte(`
+		local rook = require("rook")
+		local cfg = rook.config{ model = "m0", seed = 1, lr = 1e-4, kl_coef = 0.02, steps = 10, run_dir = "runs/x",
+		                         opt = { betas = { 0.9, 0.95 } }, pass = {}, new_key = "d" }
+		print(string.format("%s %g %g %g %g %s %g %s %s %s", cfg.model, cfg.seed, cfg.lr, cfg.kl_coef, cfg.steps,
+		                    cfg.run_dir, cfg.opt.betas[1], tostring(cfg.pass.x), cfg.new_key, cfg.resume))
+	`), 0o644)
+	os.WriteFile(filepath.Join(tmp, "train.toml"), []byte("kl_coef = 0.5\n"), 0o644) // read at the start only
+	other := filepath.Join(tmp, "other.toml")
+	os.WriteFile(other, []byte("lr = 0.2\n"), 0o644)
+
+	cases := []struct {
+		name string
+		args []string
+		want []string // output lines, or an error substring
+	}{
+		{"the record is the base", []string{"resume=" + dir},
+			[]string{"the config recorded by step-00000004, unchanged",
+				"note: new_key is not in the run's record (a key the recipe gained since): the recipe's default \"d\"",
+				"note: run_dir runs/old-name → " + dir + " (the directory resumed)",
+				"m1 7 0.01 0.3 4 " + dir + " 0.8 1 d " + dir}},
+		{"overrides change it and are listed", []string{"resume=" + dir, "steps=6", "opt.betas=[0.7, 0.9]", "config=" + other},
+			[]string{"changed by the command line:", "  lr: 0.01 → 0.2", "  opt.betas: [0.8,0.9] → [0.7,0.9]", "  steps: 4 → 6",
+				"m1 7 0.2 0.3 6 " + dir + " 0.7 1 d " + dir}},
+		{"an override equal to the record is no change", []string{"resume=" + dir, "kl_coef=0.3", "run_dir=" + dir}, []string{"unchanged"}},
+		{"model is fixed", []string{"resume=" + dir, "model=m2"}, []string{`model cannot change in the middle of a run (it ran with "m1", the command line gives "m2")`}},
+		{"seed is fixed", []string{"resume=" + dir, "seed=8"}, []string{"seed cannot change in the middle of a run"}},
+		{"another run_dir", []string{"resume=" + dir, "run_dir=runs/else"}, []string{"run_dir=runs/else names another directory"}},
+		{"a misspelt override", []string{"resume=" + dir, "kl_coeff=1"}, []string{`unknown key "kl_coeff" (did you mean "kl_coef"?)`}},
+		{"no checkpoint", []string{"resume=" + tmp}, []string{"is not a run directory"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			e, err := New(Options{Args: c.args, Recipe: recipe, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			err = e.RunFile(context.Background(), recipe)
+			got := out.String()
+			if err != nil {
+				got += err.Error()
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Fatalf("output lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+
+	// A recorded key the recipe no longer declares is refused by name, never dropped.
+	renamed := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "kl_coef": 0.3, "beta_warmup": 3.0})
+	var out strings.Builder
+	e, err := New(Options{Args: []string{"resume=" + renamed}, Recipe: recipe, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	err = e.RunFile(context.Background(), recipe)
+	if err == nil || !strings.Contains(err.Error(), `the run recorded key "beta_warmup", which this recipe does not declare`) {
+		t.Fatalf("a recorded key the recipe lost: %v", err)
+	}
+}
+
+// TestResumeOptimizer: the optimizer's settings on resume come from the checkpoint, except
+// those the recipe now builds differently from how the run built them; the learning rate
+// keeps the factor the run applied to it (a recovery policy halving it).
+func TestResumeOptimizer(t *testing.T) {
+	base := optim.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8}
+	halved := base
+	halved.LR = 5e-5
+	for _, c := range []struct {
+		name               string
+		built, base, saved optim.AdamWConfig
+		want               optim.AdamWConfig
+		changes            int
+	}{
+		{"as built: the checkpoint's, recovery's lr included", base, base, halved, halved, 0},
+		{"lr changed: the new lr times recovery's factor", optim.AdamWConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8}, base, halved,
+			optim.AdamWConfig{LR: 5e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8}, 1},
+		{"weight decay changed", optim.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}, base, base,
+			optim.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}, 1},
+		{"no recorded base: the saved settings are the base", base, optim.AdamWConfig{}, base, base, 0},
+	} {
+		got, changes := resumeOptimizer(c.built, c.base, c.saved)
+		if got != c.want || len(changes) != c.changes {
+			b, _ := json.Marshal(changes)
+			t.Errorf("%s: %+v %s, want %+v with %d changes", c.name, got, b, c.want, c.changes)
+		}
+	}
+}
