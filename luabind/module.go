@@ -142,7 +142,7 @@ func embeddedLoader(L *lua.LState) int {
 		L.Push(lua.LString(fmt.Sprintf("\n\tno embedded module '%s'", name)))
 		return 1
 	}
-	fn, err := L.Load(strings.NewReader(string(src)), "@scripts/"+name+".lua")
+	fn, err := L.Load(strings.NewReader(string(src)), "scripts/"+name+".lua")
 	if err != nil {
 		L.RaiseError("%s", syntaxMessage(string(src), "scripts/"+name+".lua", err))
 	}
