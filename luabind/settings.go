@@ -154,6 +154,98 @@ func otherNames(key string) []string {
 	return out
 }
 
+// rook.settings(cfg, group [, opts]) → the option table of one call taken from a recipe's
+// flat config: the entries of cfg that are settings of group ("grpo" for rook.grpo.step,
+// "rollout" for policy:rollout, "adamw", "reward" for rook.reward.chess, "stockfish", "eval"
+// for rook.eval), under their canonical names, then the entries of opts over them. So a
+// recipe spells each setting once, in its rook.config defaults:
+//
+//	local update = rook.settings(cfg, "grpo")    -- beta, epsilon, loss_type, ... as cfg has them
+//	local sf = rook.stockfish(rook.settings(cfg, "stockfish", { workers = 2 }))
+//
+// A flat config names the Stockfish pool's settings by their recipe names (stockfish_depth,
+// stockfish for the binary), and carries no rollout seed (a recipe derives one per call from
+// its own seed). The result is an ordinary option table that the call (or
+// rook.check) reads strictly; opts is checked here: a key that is not the group's is an
+// error naming it, and so is a setting cfg gives under two of its names.
+func luaSettings(L *lua.LState) int {
+	cfg := L.CheckTable(1)
+	name := L.CheckString(2)
+	g := group(name)
+	if g == nil {
+		L.ArgError(2, fmt.Sprintf("unknown setting group %q%s (one of %s)", name, didYouMean(name, groupNames()), strings.Join(groupNames(), ", ")))
+	}
+	opts := L.OptTable(3, nil)
+	s := schemaOf(g.typ)
+
+	from := map[string][]string{} // canonical name (or extra key) → the keys of cfg giving it
+	cfg.ForEach(func(k, _ lua.LValue) {
+		ks, ok := k.(lua.LString)
+		if !ok {
+			return
+		}
+		if c, ok := g.flatCanonical(string(ks)); ok {
+			from[c] = append(from[c], string(ks))
+		} else if slices.Contains(g.extra, string(ks)) {
+			from[string(ks)] = append(from[string(ks)], string(ks))
+		}
+	})
+	out := L.NewTable()
+	for _, c := range sortedKeys(from) {
+		keys := from[c]
+		if len(keys) > 1 {
+			slices.Sort(keys)
+			raiseConfig(L, "rook.settings: the config gives %s's setting %q twice, as %s", g.call, c, quoteList(keys))
+		}
+		out.RawSetString(c, copyValue(cfg.RawGetString(keys[0])))
+	}
+	if opts != nil {
+		var keys []string
+		bad := ""
+		opts.ForEach(func(k, _ lua.LValue) {
+			ks, ok := k.(lua.LString)
+			if !ok {
+				bad = k.String()
+				return
+			}
+			keys = append(keys, string(ks))
+		})
+		if bad != "" {
+			L.ArgError(3, "option keys are names, got "+bad)
+		}
+		slices.Sort(keys)
+		given := map[string]string{}
+		for _, k := range keys {
+			c, ok := s.canonical(k)
+			if !ok && !slices.Contains(g.extra, k) {
+				L.ArgError(3, fmt.Sprintf("%q is not an option of %s%s", k, g.call, didYouMean(k, append(s.known(), g.extra...))))
+			}
+			if !ok {
+				c = k
+			}
+			if prev, twice := given[c]; twice {
+				L.ArgError(3, fmt.Sprintf("option %q is given twice, as %q and %q", c, prev, k))
+			}
+			given[c] = k
+			out.RawSetString(c, opts.RawGetString(k))
+		}
+	}
+	L.Push(out)
+	return 1
+}
+
+// copyValue returns v, with a table copied so that changing the result leaves the config
+// alone.
+func copyValue(v lua.LValue) lua.LValue {
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return v
+	}
+	out := &lua.LTable{}
+	t.ForEach(func(k, e lua.LValue) { out.RawSet(k, copyValue(e)) })
+	return out
+}
+
 // ConfigError is a config value a recipe cannot run with. It names its key and comes
 // without a Lua traceback: the key says where to look.
 type ConfigError struct{ Msg string }
