@@ -2,6 +2,7 @@ package luabind
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -59,39 +60,54 @@ func checkStockfish(L *lua.LState, n int) *stockfishPool {
 
 // optStockfish reads an engine= option: nil when absent, else a rook.stockfish.
 func optStockfish(L *lua.LState, v lua.LValue, what string) *stockfish.Pool {
+	p, err := poolOf(v)
+	if err != nil {
+		L.RaiseError("%s %s", what, err.Error())
+	}
+	return p
+}
+
+// poolOf returns the pool of a rook.stockfish value, nil for nil.
+func poolOf(v lua.LValue) (*stockfish.Pool, error) {
 	if v == lua.LNil {
-		return nil
+		return nil, nil
 	}
 	if ud, ok := v.(*lua.LUserData); ok {
 		if g, ok := ud.Value.(*stockfishPool); ok {
-			return g.p
+			return g.p, nil
 		}
 	}
-	L.RaiseError("%s must be a rook.stockfish, got a %s", what, v.Type())
-	return nil
+	return nil, fmt.Errorf("must be a rook.stockfish, got a %s", describe(v))
+}
+
+// stockfishOptions reads rook.stockfish's options over stockfish.DefaultConfig, under
+// their names or their recipe aliases (stockfish_depth), and validates them.
+func stockfishOptions(t *lua.LTable) (stockfish.Config, error) {
+	c := stockfish.DefaultConfig()
+	if err := decodeOptions(t, &c); err != nil {
+		return c, err
+	}
+	return c, oneLine(c.Validate())
+}
+
+// oneLine joins a multi-error's lines with "; " for a one-line message.
+func oneLine(err error) error {
+	if err == nil || !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 // rook.stockfish{depth=10, workers=1, multipv=5, path=, timeout=30, hash_mb=16, retries=2,
-// cache_file=} → a rook.stockfish, or nil, err when the engine cannot start (a missing engine
-// says how to install one). An out-of-range setting is an error naming it; path "" finds
-// stockfish on PATH, then /usr/games/stockfish.
+// threads=1, cache_file=, cache_size=0} → a rook.stockfish, or nil, err when the engine
+// cannot start (a missing engine says how to install one). An out-of-range setting is an
+// error naming it; path "" finds stockfish on PATH, then /usr/games/stockfish. The settings
+// are stockfish.Config's: each is also accepted under its recipe name (stockfish_depth, and
+// stockfish for path), so rook.stockfish(rook.settings(cfg, "stockfish")) needs no renaming.
 func (e *Env) luaStockfish(L *lua.LState) int {
-	o := optsArg(L, 1, "rook.stockfish")
-	d := stockfish.DefaultConfig()
-	cfg := stockfish.Config{
-		Path:      o.str("path", d.Path),
-		Workers:   o.int("workers", d.Workers),
-		Depth:     o.int("depth", d.Depth),
-		MultiPV:   o.int("multipv", d.MultiPV),
-		Threads:   d.Threads,
-		HashMB:    o.int("hash_mb", d.HashMB),
-		Timeout:   o.num("timeout", d.Timeout),
-		Retries:   o.int("retries", d.Retries),
-		CacheFile: o.str("cache_file", ""),
-	}
-	o.done()
-	if err := cfg.Validate(); err != nil {
-		L.RaiseError("rook.stockfish: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	cfg, err := stockfishOptions(L.OptTable(1, nil))
+	if err != nil {
+		L.RaiseError("rook.stockfish: %s", err.Error())
 	}
 	p, err := stockfish.NewPool(L.Context(), cfg)
 	if err != nil {
@@ -265,57 +281,54 @@ func positionsRestore(L *lua.LState) int {
 	return 0
 }
 
-// rewardConfig reads chess reward options over the defaults.
-func rewardConfig(L *lua.LState, o *opts) rookworld.RewardConfig {
+// rewardOptions reads a chess reward option table: rookworld.RewardConfig's settings over
+// its defaults (policy = {...} and env = {...} weights over theirs), validated, and
+// engine = a rook.stockfish (nil when absent).
+func rewardOptions(t *lua.LTable) (rookworld.RewardConfig, *stockfish.Pool, error) {
 	c := rookworld.DefaultRewardConfig()
-	c.MalformedFloor = o.num("malformed", c.MalformedFloor)
-	c.IllegalFloor = o.num("illegal", c.IllegalFloor)
-	c.LegalCredit = o.num("legal_credit", c.LegalCredit)
-	c.EvalClip = o.num("eval_clip", c.EvalClip)
-	c.FENPartial = o.boolean("fen_partial", c.FENPartial)
-	c.Shaping = rookworld.Shaping(o.str("shaping", string(c.Shaping)))
-	c.TruncatedFloor = o.boolean("truncated_floor", c.TruncatedFloor)
-	c.Depth = o.int("depth", c.Depth)
-	if t, ok := o.value("rank_credit").(*lua.LTable); ok {
-		c.RankCredit = numberList(L, t, "rank_credit")
-	}
-	if t, ok := o.value("policy").(*lua.LTable); ok {
-		w := newOpts(L, t, "policy weights")
-		c.Policy = rookworld.PolicyWeights{Format: w.num("format", c.Policy.Format), MovesLegal: w.num("moves_legal", c.Policy.MovesLegal),
-			BestRank: w.num("best_rank", c.Policy.BestRank), Candidates: w.num("candidates", c.Policy.Candidates), Eval: w.num("eval", c.Policy.Eval)}
-		w.done()
-	}
-	if t, ok := o.value("env").(*lua.LTable); ok {
-		w := newOpts(L, t, "env weights")
-		c.Env = rookworld.EnvWeights{Format: w.num("format", c.Env.Format), FEN: w.num("fen", c.Env.FEN),
-			Flags: w.num("flags", c.Env.Flags), RewardField: w.num("reward_field", c.Env.RewardField)}
-		w.done()
+	if err := decodeOptions(t, &c, "engine"); err != nil {
+		return c, nil, err
 	}
 	if err := c.Validate(); err != nil {
-		L.RaiseError("%s: %s", o.what, strings.ReplaceAll(err.Error(), "\n", "; "))
+		return c, nil, oneLine(err)
 	}
-	return c
+	pool, err := engineOption(t)
+	return c, pool, err
 }
 
-func scorerFrom(L *lua.LState, o *opts) *rookworld.Scorer {
-	pool := optStockfish(L, o.value("engine"), o.what+": engine")
-	s, err := rookworld.NewScorer(pool, rewardConfig(L, o))
-	if err != nil {
-		L.RaiseError("%s", err.Error())
+// engineOption reads the engine= of an option table: nil when absent, else a rook.stockfish.
+func engineOption(t *lua.LTable) (*stockfish.Pool, error) {
+	if t == nil {
+		return nil, nil
 	}
-	return s
+	p, err := poolOf(t.RawGetString("engine"))
+	if err != nil {
+		return nil, fmt.Errorf("engine %w", err)
+	}
+	return p, nil
+}
+
+// scorer builds the scorer of a reward option table, raising an error that starts with what.
+func scorer(L *lua.LState, t *lua.LTable, what string) *rookworld.Scorer {
+	c, pool, err := rewardOptions(t)
+	if err == nil {
+		var s *rookworld.Scorer
+		if s, err = rookworld.NewScorer(pool, c); err == nil {
+			return s
+		}
+	}
+	L.RaiseError("%s: %s", what, err.Error())
+	return nil
 }
 
 // rook.reward.chess(batch, {engine=, malformed=-0.3, illegal=-0.1, policy={...}, env={...},
 // rank_credit={...}, legal_credit=, eval_clip=, fen_partial=, shaping=, truncated_floor=,
-// depth=}) scores every completion with the RookWorld rewards, sets the batch's rewards and
+// depth=}) (rookworld.RewardConfig's settings) scores every completion with the RookWorld rewards, sets the batch's rewards and
 // components (policy/<name>, env/<name>, malformed, illegal) and returns
 // {mean=, p_count=, a_count=, malformed=, components={name = mean}}.
 func luaRewardChess(L *lua.LState) int {
 	b := checkBatch(L, 1)
-	o := optsArg(L, 2, "rook.reward.chess")
-	s := scorerFrom(L, o)
-	o.done()
+	s := scorer(L, L.OptTable(2, nil), "rook.reward.chess")
 	ins := make([]rookworld.Input, len(b.b.Completions))
 	for i, c := range b.b.Completions {
 		ins[i] = rookworld.Input{Prompt: b.prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
@@ -398,20 +411,50 @@ func rewardSummary(L *lua.LState, b *rollout.Batch, res []rookworld.Result) *lua
 	return fromGo(L, out).(*lua.LTable)
 }
 
-// rook.eval(model, prompts, {engine=, max_new_tokens=, temperature=, greedy=true, seed=,
+// evalOptions are rook.eval's settings: how it decodes (greedy by default; the names are
+// rollout.Config's) and how it scores (rookworld.RewardConfig's).
+type evalOptions struct {
+	MaxNewTokens int     `json:"max_new_tokens"`
+	Temperature  float32 `json:"temperature"`
+	Greedy       bool    `json:"greedy"`
+	Seed         uint64  `json:"seed"`
+	rookworld.RewardConfig
+}
+
+// readEval reads rook.eval's options over its defaults: the sampling config of one greedy
+// completion per prompt of at most 144 tokens, the reward config, and the engine.
+func readEval(t *lua.LTable) (rollout.Config, rookworld.RewardConfig, *stockfish.Pool, error) {
+	o := evalOptions{MaxNewTokens: 144, Temperature: 1, Greedy: true, RewardConfig: rookworld.DefaultRewardConfig()}
+	if err := decodeOptions(t, &o, "engine"); err != nil {
+		return rollout.Config{}, o.RewardConfig, nil, err
+	}
+	cfg := rollout.Config{Group: 1, MaxNewTokens: o.MaxNewTokens, Temperature: o.Temperature, Seed: o.Seed}
+	cfg.Greedy = o.Greedy
+	if err := cfg.Validate(); err != nil {
+		return cfg, o.RewardConfig, nil, errors.New(bare(err, "rollout"))
+	}
+	if err := o.RewardConfig.Validate(); err != nil {
+		return cfg, o.RewardConfig, nil, oneLine(err)
+	}
+	pool, err := engineOption(t)
+	return cfg, o.RewardConfig, pool, err
+}
+
+// rook.eval(model, prompts, {engine=, max_new_tokens=144, temperature=1, greedy=true, seed=0,
 // ...reward options}) → the DESIGN evaluation metrics (p_format, p_legal_best, p_best_acc,
 // p_top5_legal, p_top5_overlap, a_format, a_fen_exact, a_flags_acc, a_reward_acc), counts,
 // and reward_mean.
 func luaEval(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
-	o := optsArg(L, 3, "rook.eval")
-	greedy := o.boolean("greedy", true)
-	cfg := rollout.Config{Group: 1, MaxNewTokens: o.int("max_new_tokens", 144), Temperature: float32(o.num("temperature", 1)),
-		Seed: uint64(o.int("seed", 0))}
-	cfg.Greedy = greedy
-	s := scorerFrom(L, o)
-	o.done()
+	cfg, rc, pool, err := readEval(L.OptTable(3, nil))
+	var s *rookworld.Scorer
+	if err == nil {
+		s, err = rookworld.NewScorer(pool, rc)
+	}
+	if err != nil {
+		L.RaiseError("rook.eval: %s", err.Error())
+	}
 	b := m.generate(L, prompts, cfg)
 	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
@@ -452,9 +495,7 @@ func luaChessStep(L *lua.LState) int {
 // {total=, task=, components={...}, malformed=, illegal=, problems={...}}.
 func luaChessScore(L *lua.LState) int {
 	prompt, completion := L.CheckString(1), L.CheckString(2)
-	o := optsArg(L, 3, "rook.chess.score")
-	s := scorerFrom(L, o)
-	o.done()
+	s := scorer(L, L.OptTable(3, nil), "rook.chess.score")
 	r, err := s.Score(L.Context(), rookworld.Input{Prompt: prompt, Completion: completion})
 	if err != nil {
 		return pushErr(L, err)

@@ -12,9 +12,10 @@ import (
 )
 
 // A config struct names each setting once: the field's json tag is its canonical name, an
-// alias tag lists older names that still reach it (`alias:"kl_coef"`). Embedded structs
-// contribute their settings as if they were the outer struct's; fields tagged "-" or without
-// a json tag are not settings. One decoder reads option tables and recipe configs into such
+// alias tag lists other names that still reach it (`alias:"kl_coef"`). Embedded structs
+// contribute their settings as if they were the outer struct's; a named struct field is a
+// group of settings of its own (policy = {best_rank = 0.5}); fields tagged "-" or without a
+// json tag are not settings. One decoder reads option tables and recipe configs into such
 // structs, so no binding keeps a list of keys of its own.
 
 // settings is a config struct's schema.
@@ -89,30 +90,42 @@ func (s *settings) known() []string {
 }
 
 // decodeOptions sets the fields of dst (a pointer to a config struct holding its defaults)
-// from option table t (nil: no options). Keys in extra are the caller's and are skipped. An
-// unknown key, a value of the wrong type, or one setting given under two of its names is an
-// error naming the key.
+// from option table t (nil: no options). Keys in extra are the caller's and are skipped. A
+// nested config struct is read from a sub-table over its defaults (policy = {best_rank =
+// 0.5} changes one weight), a slice from a list. An unknown key, a value of the wrong type,
+// or one setting given under two of its names is an error naming the key by its path
+// ("policy.best_rank").
 func decodeOptions(t *lua.LTable, dst any, extra ...string) error {
 	if t == nil {
 		return nil
 	}
-	values := map[string]any{}
-	var err error
-	t.ForEach(func(k, v lua.LValue) {
+	return decodeTable(t, reflect.ValueOf(dst).Elem(), "", extra)
+}
+
+// decodeTable sets the settings of struct v from t; path prefixes the keys in messages.
+func decodeTable(t *lua.LTable, v reflect.Value, path string, extra []string) error {
+	values := map[string]lua.LValue{}
+	var badKey lua.LValue
+	t.ForEach(func(k, val lua.LValue) {
 		ks, ok := k.(lua.LString)
 		switch {
-		case err != nil:
 		case !ok:
-			err = fmt.Errorf("option keys are names, got %s %s", k.Type(), k.String())
+			if badKey == nil {
+				badKey = k
+			}
 		case slices.Contains(extra, string(ks)):
 		default:
-			values[string(ks)] = scalar(v)
+			values[string(ks)] = val
 		}
 	})
-	if err != nil {
-		return err
+	if badKey != nil {
+		where := ""
+		if path != "" {
+			where = fmt.Sprintf(" (in %q)", strings.TrimSuffix(path, "."))
+		}
+		return fmt.Errorf("option keys are names, got %s %s%s", badKey.Type(), badKey.String(), where)
 	}
-	s := schemaOf(reflect.TypeOf(dst).Elem())
+	s := schemaOf(v.Type())
 	keys := make([]string, 0, len(values))
 	for k := range values {
 		keys = append(keys, k)
@@ -120,26 +133,19 @@ func decodeOptions(t *lua.LTable, dst any, extra ...string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if _, ok := s.canonical(k); !ok {
-			return fmt.Errorf("unknown option %q%s", k, didYouMean(k, append(s.known(), extra...)))
+			known := append(s.known(), extra...)
+			for i := range known {
+				known[i] = path + known[i]
+			}
+			return fmt.Errorf("unknown option %q%s", path+k, didYouMean(path+k, known))
 		}
 	}
-	_, err = decodeValues(values, dst)
-	return err
-}
-
-// decodeValues sets the fields of dst from the entries of values that are its settings,
-// under their canonical names or aliases; other entries are left alone. It returns the keys
-// it used.
-func decodeValues(values map[string]any, dst any) ([]string, error) {
-	s := schemaOf(reflect.TypeOf(dst).Elem())
-	v := reflect.ValueOf(dst).Elem()
-	var used []string
 	for _, name := range s.names {
 		f := s.fields[name]
 		var given []string
 		for _, k := range append([]string{name}, f.aliases...) {
 			if _, ok := values[k]; ok {
-				given = append(given, k)
+				given = append(given, path+k)
 			}
 		}
 		switch len(given) {
@@ -147,80 +153,97 @@ func decodeValues(values map[string]any, dst any) ([]string, error) {
 			continue
 		case 1:
 		default:
-			return nil, fmt.Errorf("option %q is given twice, as %s", name, quoteList(given))
+			return fmt.Errorf("option %q is given twice, as %s", path+name, quoteList(given))
 		}
-		key := given[0]
-		if err := setField(v.FieldByIndex(f.index), values[key]); err != nil {
-			if key != name {
-				return nil, fmt.Errorf("option %q (%s): %w", key, name, err)
+		key := strings.TrimPrefix(given[0], path)
+		label := fmt.Sprintf("option %q", path+key)
+		if key != name {
+			label += " (" + name + ")"
+		}
+		x, fv := values[key], v.FieldByIndex(f.index)
+		if fv.Kind() == reflect.Struct {
+			sub, ok := x.(*lua.LTable)
+			if !ok {
+				return fmt.Errorf("%s: want a table of settings, got %s", label, shownLua(x))
 			}
-			return nil, fmt.Errorf("option %q: %w", key, err)
+			if err := decodeTable(sub, fv, path+key+".", nil); err != nil {
+				return err
+			}
+			continue
 		}
-		used = append(used, key)
+		if err := setField(fv, x); err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
 	}
-	return used, nil
+	return nil
 }
 
-// scalar is a Lua value as Go data for setField: tables and functions stay Lua values so the
-// error can say what they are.
-func scalar(v lua.LValue) any {
-	switch x := v.(type) {
+// shownLua writes a Lua value for a message: numbers, strings and booleans as they are,
+// anything else by its type.
+func shownLua(x lua.LValue) string {
+	switch y := x.(type) {
 	case lua.LNumber:
-		return float64(x)
+		return fmt.Sprintf("%g", float64(y))
 	case lua.LString:
-		return string(x)
+		return fmt.Sprintf("the string %q", string(y))
 	case lua.LBool:
-		return bool(x)
+		return fmt.Sprintf("%t", bool(y))
 	}
-	return v
+	return "a " + describe(x)
 }
 
-// setField stores x in field f, converting a number to the field's numeric kind.
-func setField(f reflect.Value, x any) error {
-	got := func() string {
-		switch y := x.(type) {
-		case lua.LValue:
-			return "a " + y.Type().String()
-		case float64:
-			return fmt.Sprintf("%g", y)
-		case string:
-			return fmt.Sprintf("the string %q", y)
-		case bool:
-			return fmt.Sprintf("%t", y)
-		}
-		return fmt.Sprintf("a %T", x)
-	}
+// setField stores Lua value x in field f: a number in a numeric field (an integer where
+// the field is one), a string in a string field (named string types included), a list in
+// a slice.
+func setField(f reflect.Value, x lua.LValue) error {
+	n, isNum := x.(lua.LNumber)
 	switch f.Kind() {
 	case reflect.Float64, reflect.Float32:
-		n, ok := x.(float64)
-		if !ok {
-			return fmt.Errorf("want a number, got %s", got())
+		if !isNum {
+			return fmt.Errorf("want a number, got %s", shownLua(x))
 		}
-		f.SetFloat(n)
+		f.SetFloat(float64(n))
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		n, ok := x.(float64)
-		if !ok || n != math.Trunc(n) || math.Abs(n) > 1<<53 {
-			return fmt.Errorf("want an integer, got %s", got())
+		v := float64(n)
+		if !isNum || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+			return fmt.Errorf("want an integer, got %s", shownLua(x))
 		}
-		f.SetInt(int64(n))
+		f.SetInt(int64(v))
 	case reflect.Uint64, reflect.Uint32, reflect.Uint:
-		n, ok := x.(float64)
-		if !ok || n != math.Trunc(n) || n < 0 || n > 1<<53 {
-			return fmt.Errorf("want an integer ≥ 0, got %s", got())
+		v := float64(n)
+		if !isNum || v != math.Trunc(v) || v < 0 || v > 1<<53 {
+			return fmt.Errorf("want an integer ≥ 0, got %s", shownLua(x))
 		}
-		f.SetUint(uint64(n))
+		f.SetUint(uint64(v))
 	case reflect.Bool:
-		b, ok := x.(bool)
+		b, ok := x.(lua.LBool)
 		if !ok {
-			return fmt.Errorf("want true or false, got %s", got())
+			return fmt.Errorf("want true or false, got %s", shownLua(x))
 		}
-		f.SetBool(b)
+		f.SetBool(bool(b))
 	case reflect.String:
-		s, ok := x.(string)
+		s, ok := x.(lua.LString)
 		if !ok {
-			return fmt.Errorf("want a string, got %s", got())
+			return fmt.Errorf("want a string, got %s", shownLua(x))
 		}
-		f.SetString(s)
+		f.SetString(string(s))
+	case reflect.Slice:
+		t, ok := x.(*lua.LTable)
+		if !ok {
+			return fmt.Errorf("want a list, got %s", shownLua(x))
+		}
+		n, count := t.Len(), 0
+		t.ForEach(func(lua.LValue, lua.LValue) { count++ })
+		if count != n {
+			return fmt.Errorf("want a list (keys 1, 2, …, n), got a table with other keys")
+		}
+		out := reflect.MakeSlice(f.Type(), n, n)
+		for i := range n {
+			if err := setField(out.Index(i), t.RawGetInt(i+1)); err != nil {
+				return fmt.Errorf("element %d: %w", i+1, err)
+			}
+		}
+		f.Set(out)
 	default:
 		return fmt.Errorf("a %s setting cannot be set from Lua", f.Type())
 	}
@@ -228,27 +251,44 @@ func setField(f reflect.Value, x any) error {
 }
 
 // settingsTable renders a config struct's settings as a Lua table under their canonical
-// names (what rook.grpo.defaults() returns).
+// names (what rook.grpo.defaults() returns): nested structs as sub-tables, slices as lists.
 func settingsTable(L *lua.LState, src any) *lua.LTable {
-	s := schemaOf(reflect.TypeOf(src))
-	v := reflect.ValueOf(src)
+	return structTable(L, reflect.ValueOf(src))
+}
+
+func structTable(L *lua.LState, v reflect.Value) *lua.LTable {
+	s := schemaOf(v.Type())
 	t := L.CreateTable(0, len(s.names))
 	for _, name := range s.names {
-		f := v.FieldByIndex(s.fields[name].index)
-		switch f.Kind() {
-		case reflect.Float64, reflect.Float32:
-			t.RawSetString(name, lua.LNumber(f.Float()))
-		case reflect.Int, reflect.Int32, reflect.Int64:
-			t.RawSetString(name, lua.LNumber(f.Int()))
-		case reflect.Uint64, reflect.Uint32, reflect.Uint:
-			t.RawSetString(name, lua.LNumber(f.Uint()))
-		case reflect.Bool:
-			t.RawSetString(name, lua.LBool(f.Bool()))
-		case reflect.String:
-			t.RawSetString(name, lua.LString(f.String()))
+		if x := luaValue(L, v.FieldByIndex(s.fields[name].index)); x != lua.LNil {
+			t.RawSetString(name, x)
 		}
 	}
 	return t
+}
+
+func luaValue(L *lua.LState, f reflect.Value) lua.LValue {
+	switch f.Kind() {
+	case reflect.Float64, reflect.Float32:
+		return lua.LNumber(f.Float())
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return lua.LNumber(f.Int())
+	case reflect.Uint64, reflect.Uint32, reflect.Uint:
+		return lua.LNumber(f.Uint())
+	case reflect.Bool:
+		return lua.LBool(f.Bool())
+	case reflect.String:
+		return lua.LString(f.String())
+	case reflect.Struct:
+		return structTable(L, f)
+	case reflect.Slice:
+		t := L.CreateTable(f.Len(), 0)
+		for i := range f.Len() {
+			t.Append(luaValue(L, f.Index(i)))
+		}
+		return t
+	}
+	return lua.LNil
 }
 
 // didYouMean proposes the closest of known to a misspelt key.

@@ -28,6 +28,7 @@ func (e *Env) loader(L *lua.LState) int {
 		"exists":    luaExists,
 		"progress":  e.luaProgress,
 		"check":     luaCheck,
+		"settings":  luaSettings,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	grpo := L.NewTable()

@@ -31,7 +31,7 @@ func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 		}
 		return strings.Count(string(src[:i]), "\n") + 1
 	}
-	stockfishLine, loadLine := lineOf("rook.stockfish{"), lineOf("rook.load(")
+	stockfishLine, loadLine := lineOf("rook.stockfish("), lineOf("rook.load(")
 	errLine := regexp.MustCompile(`grpo_stable\.lua:(\d+):`)
 
 	for _, c := range []struct {
@@ -42,8 +42,10 @@ func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 		{"prompts=0", "prompts must be an integer ≥ 1, got 0", false},
 		{"steps=2.5", "steps must be an integer ≥ 1, got 2.5", false},
 		{"env_fraction=1.5", "env_fraction must be a finite number in [0, 1], got 1.5", false},
-		{"stockfish_depth=0", "stockfish_depth must be an integer ≥ 1, got 0", false},
-		{"stockfish_workers=0", "stockfish_workers must be an integer ≥ 1, got 0", false},
+		{"stockfish_depth=0", "rook.check: rook.stockfish: stockfish_depth must be ≥ 1, got 0", false},
+		{"stockfish_workers=0", "rook.check: rook.stockfish: stockfish_workers must be ≥ 1, got 0", false},
+		{"malformed=20", "rook.check: rook.reward.chess: malformed must be in [-10, 10], got 20", false},
+		{"malformed_floor=nan", `override malformed_floor=nan: want a finite number, got "nan"`, false},
 		{"micro_batch=0", "micro_batch must be an integer ≥ 1, got 0", false},
 		{"save_every=0", "save_every must be an integer ≥ 1, got 0", false},
 		{"keep=0", "keep must be an integer ≥ 1, got 0", false},

@@ -40,7 +40,31 @@ func docsArg(L *lua.LState, n int, completionOnly bool) []sft.Doc {
 	return docs
 }
 
-// rook.sft.step(model, opt, docs [, {lr=, max_grad_norm=1, micro_tokens=,
+// sftLossOptions are rook.sft.loss's settings; rook.sft.step adds the update's.
+type sftLossOptions struct {
+	MicroTokens int    `json:"micro_tokens"` // tokens per forward/backward (memory only); 0: the whole batch
+	LossOn      string `json:"loss_on"`      // "completion": the targets' tokens; "all": the prompts' too
+}
+
+// sftStepOptions are rook.sft.step's settings.
+type sftStepOptions struct {
+	LR          float64 `json:"lr"`            // this step's rate; the optimizer's by default
+	MaxGradNorm float64 `json:"max_grad_norm"` // global gradient-norm clip; 0 disables it
+	sftLossOptions
+}
+
+// completionOnly reports whether only the targets' tokens are learned.
+func (o sftLossOptions) completionOnly() (bool, error) {
+	switch o.LossOn {
+	case "completion":
+		return true, nil
+	case "all":
+		return false, nil
+	}
+	return false, fmt.Errorf("loss_on %q is not completion or all", o.LossOn)
+}
+
+// rook.sft.step(model, opt, docs [, {lr=, max_grad_norm=1, micro_tokens=0,
 // loss_on="completion"|"all"}]) → metrics {loss, tokens, grad_norm, lr, finite, ...}: one
 // optimizer step on mean cross-entropy.
 func luaSFTStep(L *lua.LState) int {
@@ -49,11 +73,17 @@ func luaSFTStep(L *lua.LState) int {
 	if a.model != m {
 		L.ArgError(2, "this optimizer belongs to another model")
 	}
-	o := optsArg(L, 4, "rook.sft.step")
-	cfg := sft.Config{LR: o.num("lr", a.o.Config.LR), MaxGradNorm: o.num("max_grad_norm", 1), MicroTokens: o.int("micro_tokens", 0)}
-	docs := docsArg(L, 3, lossOn(L, o))
-	o.done()
-	res, err := sft.Step(L.Context(), m.m, a.o, docs, cfg)
+	o := sftStepOptions{LR: a.o.Config.LR, MaxGradNorm: 1, sftLossOptions: sftLossOptions{LossOn: "completion"}}
+	err := decodeOptions(L.OptTable(4, nil), &o)
+	completionOnly := false
+	if err == nil {
+		completionOnly, err = o.completionOnly()
+	}
+	if err != nil {
+		L.RaiseError("rook.sft.step: %s", err.Error())
+	}
+	docs := docsArg(L, 3, completionOnly)
+	res, err := sft.Step(L.Context(), m.m, a.o, docs, sft.Config{LR: o.LR, MaxGradNorm: o.MaxGradNorm, MicroTokens: o.MicroTokens})
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
@@ -61,29 +91,23 @@ func luaSFTStep(L *lua.LState) int {
 	return 1
 }
 
-// rook.sft.loss(model, docs [, {micro_tokens=, loss_on=}]) → mean cross-entropy (no update).
+// rook.sft.loss(model, docs [, {micro_tokens=0, loss_on="completion"|"all"}]) → mean
+// cross-entropy (no update).
 func luaSFTLoss(L *lua.LState) int {
 	m := checkModel(L, 1)
-	o := optsArg(L, 3, "rook.sft.loss")
-	micro := o.int("micro_tokens", 0)
-	docs := docsArg(L, 2, lossOn(L, o))
-	o.done()
-	loss, err := sft.Loss(L.Context(), m.m, docs, micro)
+	o := sftLossOptions{LossOn: "completion"}
+	err := decodeOptions(L.OptTable(3, nil), &o)
+	completionOnly := false
+	if err == nil {
+		completionOnly, err = o.completionOnly()
+	}
+	if err != nil {
+		L.RaiseError("rook.sft.loss: %s", err.Error())
+	}
+	loss, err := sft.Loss(L.Context(), m.m, docsArg(L, 2, completionOnly), o.MicroTokens)
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
 	L.Push(lua.LNumber(loss))
 	return 1
-}
-
-func lossOn(L *lua.LState, o *opts) bool {
-	switch v := o.str("loss_on", "completion"); v {
-	case "completion":
-		return true
-	case "all":
-		return false
-	default:
-		L.RaiseError("%s: loss_on %q is not completion or all", o.what, v)
-		return false
-	}
 }

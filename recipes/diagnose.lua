@@ -12,11 +12,14 @@ local cfg = rook.config({
   stockfish = "", stockfish_depth = 8, malformed = -0.3, device = "cpu", -- stockfish: engine binary ("": on PATH, then /usr/games)
 }, {
   prompts = "integer >= 1", group = "integer >= 2", env_fraction = "[0, 1]", overfit_steps = "integer >= 1",
-  overfit_lr = "> 0", stockfish_depth = "integer >= 1", malformed = "finite",
+  overfit_lr = "> 0",
 })
-local sampling = { group = cfg.group, max_new_tokens = cfg.max_new_tokens, temperature = cfg.temperature }
-local update = { beta = cfg.beta, epsilon = cfg.epsilon }
-rook.check{ grpo = update, rollout = sampling, adamw = { lr = cfg.lr } }
+local sampling = rook.settings(cfg, "rollout")
+local update = rook.settings(cfg, "grpo")
+local adamw = rook.settings(cfg, "adamw")
+local scoring = rook.settings(cfg, "reward")
+local engine = rook.settings(cfg, "stockfish", { workers = 2 })
+rook.check{ grpo = update, rollout = sampling, adamw = adamw, reward = scoring, stockfish = engine }
 
 local failures = 0
 -- report(ok, name, detail): ok is true (PASS), false (FAIL) or "skip" (not checkable here).
@@ -26,12 +29,13 @@ local function report(ok, name, detail)
   print(string.format("%s  %-44s %s", mark, name, detail or ""))
 end
 
-local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = 2 })
+local sf = assert(rook.stockfish(engine))
+scoring.engine = sf
 local policy = assert(rook.load(cfg.model, { device = cfg.device, engine = sf }))
 rook.check{ rollout = sampling, model = policy }
 report(not policy.random, "model is trained, not random", policy.random and "RANDOM weights: rewards will be floors" or policy.source)
 local ref = policy:reference()
-local opt = rook.adamw(policy, { lr = cfg.lr })
+local opt = rook.adamw(policy, adamw)
 local source = cfg.positions == "generator" and { generator = { seed = cfg.seed, max_plies = 80 } }
   or { path = cfg.positions, seed = cfg.seed }
 source.task, source.env_fraction = "mix", cfg.env_fraction
@@ -44,7 +48,7 @@ local packed, alone = batch:logprob_gap(policy)
 report(packed < 1e-4 and alone < 1e-4, "sampler logprobs = training forward",
        string.format("max |Δ| %.2g packed, %.2g alone", packed, alone))
 
-local r = rook.reward.chess(batch, { engine = sf, malformed = cfg.malformed })
+local r = rook.reward.chess(batch, scoring)
 local st = batch:stats()
 local c = r.components
 report((c.malformed or 1) < 1, "some completions parse", string.format("malformed %.0f%%", 100 * (c.malformed or 1)))
@@ -78,7 +82,7 @@ local first, last
 for step = 1, cfg.overfit_steps do
   sampling.seed = cfg.seed + step
   local b = policy:rollout(prompts, sampling)
-  rook.reward.chess(b, { engine = sf, malformed = cfg.malformed })
+  rook.reward.chess(b, scoring)
   local om = rook.grpo.step(policy, ref, opt, b, update)
   print(string.format("      overfit step %d: reward %.3f  kl %.4f", step, om.reward, om.kl or 0))
   first = first or om.reward

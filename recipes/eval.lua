@@ -13,13 +13,16 @@ local cfg = rook.config{
   device = "cpu",
 }
 
-local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
+local engine = rook.settings(cfg, "stockfish")
+local options = rook.settings(cfg, "eval") -- decoding (greedy, temperature, max_new_tokens) and scoring (malformed)
+rook.check{ stockfish = engine, eval = options }
+
+local sf = assert(rook.stockfish(engine))
 local m = assert(rook.load(cfg.model, { device = cfg.device, engine = sf }))
 local source = cfg.positions == "generator"
   and { generator = { seed = cfg.seed, max_plies = 80 }, task = "mix", env_fraction = cfg.env_fraction }
   or { path = cfg.positions, seed = cfg.seed, task = "mix", env_fraction = cfg.env_fraction, loop = false }
 local set = evalkit.set(assert(rook.positions(source)), cfg.size)
-local metrics = evalkit.run(m, set, sf, { greedy = cfg.greedy, temperature = cfg.temperature,
-                                         max_new_tokens = cfg.max_new_tokens, malformed = cfg.malformed })
+local metrics = evalkit.run(m, set, sf, options)
 print(evalkit.compare({ [cfg.model] = metrics }))
 return metrics

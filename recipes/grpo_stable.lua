@@ -38,22 +38,21 @@ local cfg = rook.config({
   -- The recipe's own keys; the engine's settings are checked by rook.check below.
   steps = "integer >= 1", prompts = "integer >= 1", group = "integer >= 2", threads = "integer >= 0",
   env_fraction = "[0, 1]", min_plies = "integer >= 0", max_plies = "integer >= 0",
-  kl_warmup = "integer >= 0", kl_schedule = "one of constant, linear, step", malformed = "finite",
-  stockfish_depth = "integer >= 1", stockfish_workers = "integer >= 1", micro_batch = "integer >= 1",
+  kl_warmup = "integer >= 0", kl_schedule = "one of constant, linear, step", micro_batch = "integer >= 1",
   eval_size = "integer >= 1", eval_every = "integer >= 0", save_every = "integer >= 1", keep = "integer >= 1",
 })
--- Option tables for the engine, built once and checked before anything expensive starts.
-local sampling = { group = cfg.group, temperature = cfg.temperature, max_new_tokens = cfg.max_new_tokens,
-                   top_k = cfg.top_k, top_p = cfg.top_p }
-local update = { trl_compat = cfg.trl_compat, beta = cfg.beta, kl_estimator = cfg.kl_estimator,
-                 epsilon = cfg.epsilon, epsilon_high = cfg.epsilon_high, scale_rewards = cfg.scale_rewards,
-                 loss_type = cfg.loss_type, max_grad_norm = cfg.max_grad_norm, num_iterations = cfg.num_iterations,
-                 minibatches = cfg.minibatches, micro_batch = cfg.micro_batch, drop_zero_std = cfg.drop_zero_std }
-local adamw = { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0, lr_schedule = cfg.lr_schedule,
-                lr_warmup = cfg.lr_warmup, total_updates = cfg.steps * cfg.num_iterations * cfg.minibatches }
-rook.check{ grpo = update, rollout = sampling, adamw = adamw }
+-- Option tables for the engine, taken from cfg by setting name and checked before anything
+-- expensive starts.
+local sampling = rook.settings(cfg, "rollout")
+local update = rook.settings(cfg, "grpo")
+local adamw = rook.settings(cfg, "adamw", { betas = { 0.9, 0.95 }, weight_decay = 0,
+                                           total_updates = cfg.steps * cfg.num_iterations * cfg.minibatches })
+local scoring = rook.settings(cfg, "reward")
+local engine = rook.settings(cfg, "stockfish")
+rook.check{ grpo = update, rollout = sampling, adamw = adamw, reward = scoring, stockfish = engine }
 
-local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.stockfish_depth, workers = cfg.stockfish_workers })
+local sf = assert(rook.stockfish(engine))
+scoring.engine = sf
 local policy = assert(rook.load(cfg.model, { device = cfg.device, threads = cfg.threads, engine = sf }))
 rook.check{ rollout = sampling, model = policy } -- max_new_tokens within the model's context
 local ref = policy:reference()
@@ -74,7 +73,7 @@ local state = run:state()
 rec:restore(state.recovery)
 
 local function evaluate(step)
-  local m = evalkit.run(policy, evalset, sf, { malformed = cfg.malformed })
+  local m = evalkit.run(policy, evalset, sf, scoring)
   run:log(step, m, "eval")
   return m
 end
@@ -87,7 +86,7 @@ while run.step < cfg.steps do
   local prompts = cur.next(data, cfg.prompts, cfg.env_fraction)
   sampling.seed = cfg.seed * 1000003 + step
   local batch = policy:rollout(prompts, sampling)
-  rook.reward.chess(batch, { engine = sf, malformed = cfg.malformed })
+  rook.reward.chess(batch, scoring)
   update.beta = sched.kl_warmup(step, cfg)
   local m = rook.grpo.step(policy, ref, opt, batch, update)
   run:log(step, m)

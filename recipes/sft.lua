@@ -9,8 +9,8 @@ local sftloop = require("sftloop")
 
 local cfg = rook.config{
   model = "random:small",       -- the starting point: a named random architecture or a checkpoint
-  data = "generate", rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1,
-  stockfish = "",               -- engine binary for labelling ("": on PATH, then /usr/games)
+  data = "generate", rows = 6000, env_fraction = 0.5, data_seed = 1,
+  stockfish = "", stockfish_depth = 8, -- the labelling engine: binary ("": on PATH, then /usr/games), depth
   steps = 400, batch = 16, lr = 2e-3, lr_warmup = 20, lr_min = 1e-4, weight_decay = 0.0,
   max_grad_norm = 1.0, loss_on = "completion", micro_tokens = 0,
   run_dir = "runs/sft", out = "models/sft", save_every = 100, device = "cpu",
@@ -21,29 +21,31 @@ local data_path = cfg.data
 if data_path == "generate" then
   data_path = cfg.run_dir .. "-data.txt"
   if not rook.exists(data_path) then
-    local sf = assert(rook.stockfish{ path = cfg.stockfish, depth = cfg.depth, workers = 2 })
+    local sf = assert(rook.stockfish(rook.settings(cfg, "stockfish", { workers = 2 })))
     local gen = rook.positions{ generator = { seed = cfg.data_seed, max_plies = 80 } }
     rook.log("writing %d rows to %s", cfg.rows, data_path)
     assert(rook.chess.dataset(gen, sf, data_path, { rows = cfg.rows, env_fraction = cfg.env_fraction,
-                                                     seed = cfg.data_seed, depth = cfg.depth }))
+                                                     seed = cfg.data_seed }))
   end
 end
 local data = assert(rook.positions{ path = data_path, loop = true })
-local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = cfg.weight_decay })
+-- The loop passes each step's rate (warm-up, then cosine to lr_min): the optimizer's own
+-- schedule stays flat.
+local opt = rook.adamw(policy, rook.settings(cfg, "adamw", { betas = { 0.9, 0.95 }, lr_warmup = 0 }))
 local resume = cfg.resume ~= "" and cfg.resume or nil
 local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, opt = opt, data = data, steps = cfg.steps, save_every = cfg.save_every,
-                             fixed = { "data", "data_seed", "rows", "env_fraction", "depth" } })
+                             fixed = { "data", "data_seed", "rows", "env_fraction", "stockfish_depth" } })
 
-sftloop.train{
-  model = policy, opt = opt, data = data, start = run.step, steps = cfg.steps, batch = cfg.batch,
-  lr = cfg.lr, lr_warmup = cfg.lr_warmup, lr_min = cfg.lr_min, max_grad_norm = cfg.max_grad_norm,
-  loss_on = cfg.loss_on, micro_tokens = cfg.micro_tokens ~= 0 and cfg.micro_tokens or nil,
+-- The loop's settings (steps, batch, lr, lr_warmup, lr_min, max_grad_norm, loss_on,
+-- micro_tokens) are cfg's, under the same names.
+sftloop.train(setmetatable({
+  model = policy, opt = opt, data = data, start = run.step,
   log = function(step, m)
     run:log(step, m)
     -- Due every save_every steps, at the last step, and after Ctrl-C (the save then ends the run).
     if run:save_due(step) then run:save(step) end
   end,
-}
+}, { __index = cfg }))
 assert(policy:save(cfg.out))
 rook.log("saved %s", cfg.out)

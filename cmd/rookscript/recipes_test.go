@@ -71,7 +71,7 @@ func TestOtherRecipes(t *testing.T) {
 		}
 	}
 	runRecipe(t, "--quiet", "../../recipes/eval.lua", "model=random:tiny", "size=4", "max_new_tokens=8", "stockfish_depth=4")
-	runRecipe(t, "--quiet", "../../recipes/sft.lua", "model=random:tiny", "rows=24", "depth=4", "steps=3", "batch=4",
+	runRecipe(t, "--quiet", "../../recipes/sft.lua", "model=random:tiny", "rows=24", "stockfish_depth=4", "steps=3", "batch=4",
 		"run_dir="+filepath.Join(tmp, "sft"), "out="+filepath.Join(tmp, "sft-model"))
 	if _, err := os.Stat(filepath.Join(tmp, "sft-model", "model.safetensors")); err != nil {
 		t.Error("sft.lua saved no model")

@@ -485,7 +485,7 @@ func TestFaultRecoveryRollbackAndStop(t *testing.T) {
 func TestFaultSFTDefaultOut(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	code, out, errOut := rookscript(t, tmp, nil, "--quiet", sftRecipe, "model=random:tiny", "rows=16", "depth=4", "steps=2", "batch=4")
+	code, out, errOut := rookscript(t, tmp, nil, "--quiet", sftRecipe, "model=random:tiny", "rows=16", "stockfish_depth=4", "steps=2", "batch=4")
 	wantExit(t, "sft.lua with the default out", code, 0, out, errOut)
 	if _, err := os.Stat(filepath.Join(tmp, "models", "sft", "model.safetensors")); err != nil {
 		t.Fatalf("sft.lua did not save models/sft: %v", err)

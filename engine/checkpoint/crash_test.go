@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 	"github.com/rookscript/rookscript/engine/optim"
 )
 
@@ -30,7 +31,11 @@ const (
 )
 
 // crashConfig is larger than tinyConfig so that a save takes long enough to be hit mid-way.
-var crashConfig = gpt2.Config{VocabSize: 29, MaxSeqLen: 48, NumLayers: 2, NumHeads: 4, Channels: 64, LayerNormE: 1e-5}
+var crashConfig = func() gpt2.Config {
+	c := gpt2test.Tiny()
+	c.NumHeads, c.Channels = 4, 64
+	return c
+}()
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashDirEnv); dir != "" {

@@ -15,14 +15,15 @@ import (
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/optim"
 	"github.com/rookscript/rookscript/engine/rollout"
 )
 
-var tinyConfig = gpt2.Config{VocabSize: 29, MaxSeqLen: 48, NumLayers: 2, NumHeads: 2, Channels: 16, LayerNormE: 1e-5}
+var tinyConfig = gpt2test.Tiny()
 
-const stopToken = 28
+const stopToken = gpt2test.Stop
 
 // One backend for the whole test binary: each cpu.New starts its own worker pool.
 var testBackend = sync.OnceValue(func() backend.Backend { return cpu.New(2) })

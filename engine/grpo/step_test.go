@@ -10,25 +10,18 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 	"github.com/rookscript/rookscript/engine/optim"
 	"github.com/rookscript/rookscript/engine/rollout"
 )
 
-var tinyConfig = gpt2.Config{VocabSize: 29, MaxSeqLen: 48, NumLayers: 2, NumHeads: 2, Channels: 16, LayerNormE: 1e-5}
+var tinyConfig = gpt2test.Tiny()
 
-const stop = 28
+const stop = gpt2test.Stop
 
 func tinyModel(t testing.TB, seed uint64, scale float32) *gpt2.Model {
 	t.Helper()
-	p := gpt2.RandomParams(tinyConfig, seed)
-	for i := range p {
-		p[i] *= scale
-	}
-	m, err := gpt2.New(cpu.New(2), tinyConfig, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return gpt2test.Random(t, cpu.New(2), tinyConfig, seed, scale)
 }
 
 // setup returns a policy, a reference identical to it, an optimizer and a scored rollout

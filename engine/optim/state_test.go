@@ -9,17 +9,20 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 )
 
-var tinyConfig = gpt2.Config{VocabSize: 29, MaxSeqLen: 8, NumLayers: 2, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
+// tinyConfig is the tests' tiny model, narrower and with a short context: the optimizer's
+// tests run no sequences.
+var tinyConfig = func() gpt2.Config {
+	c := gpt2test.Tiny()
+	c.MaxSeqLen, c.Channels = 8, 8
+	return c
+}()
 
 func tinyModel(t *testing.T, params []float32) *gpt2.Model {
 	t.Helper()
-	m, err := gpt2.New(cpu.New(1), tinyConfig, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return gpt2test.New(t, cpu.New(1), tinyConfig, params)
 }
 
 // stepWith applies one update from the given host gradient.

@@ -9,25 +9,23 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 )
 
-var tinyConfig = gpt2.Config{VocabSize: 29, MaxSeqLen: 40, NumLayers: 2, NumHeads: 2, Channels: 16, LayerNormE: 1e-5}
+// tinyConfig is the tests' tiny model with a context of 40.
+var tinyConfig = func() gpt2.Config {
+	c := gpt2test.Tiny()
+	c.MaxSeqLen = 40
+	return c
+}()
 
-const stop = 28
+const stop = gpt2test.Stop
 
 // tinyModel scales GPT-2's initialisation (std 0.02) by scale: 1 gives near-uniform
 // distributions, 10 peaked, position-dependent ones.
 func tinyModel(t testing.TB, scale float32) *gpt2.Model {
 	t.Helper()
-	p := gpt2.RandomParams(tinyConfig, 5)
-	for i := range p {
-		p[i] *= scale
-	}
-	m, err := gpt2.New(cpu.New(2), tinyConfig, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return gpt2test.Random(t, cpu.New(2), tinyConfig, 5, scale)
 }
 
 func prompts(r *rand.Rand, lens ...int) [][]int32 {

@@ -8,18 +8,21 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 	"github.com/rookscript/rookscript/engine/optim"
 )
 
-var tiny = gpt2.Config{VocabSize: 31, MaxSeqLen: 32, NumLayers: 2, NumHeads: 2, Channels: 16, LayerNormE: 1e-5}
+// tiny is the tests' tiny model with a vocabulary of 31 and a context of 32.
+var tiny = func() gpt2.Config {
+	c := gpt2test.Tiny()
+	c.VocabSize, c.MaxSeqLen = 31, 32
+	return c
+}()
 
 // TestLearnsASequence: a tiny model memorises a deterministic pattern; its loss falls far
 // below the uniform log(V).
 func TestLearnsASequence(t *testing.T) {
-	m, err := gpt2.New(cpu.New(2), tiny, gpt2.RandomParams(tiny, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gpt2test.Random(t, cpu.New(2), tiny, 1, 1)
 	opt, _ := optim.NewAdamW(m, optim.AdamWConfig{LR: 1e-2, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8})
 	r := rand.New(rand.NewPCG(2, 2))
 	var docs []Doc
@@ -33,6 +36,7 @@ func TestLearnsASequence(t *testing.T) {
 	}
 	first, _ := Loss(context.Background(), m, docs, 0)
 	var last Metrics
+	var err error
 	for range 60 {
 		if last, err = Step(context.Background(), m, opt, docs, Config{LR: 1e-2, MaxGradNorm: 1, MicroTokens: 50}); err != nil {
 			t.Fatal(err)
@@ -58,7 +62,7 @@ func TestMicroBatchingKeepsTheGradient(t *testing.T) {
 		docs = append(docs, d)
 	}
 	grads := func(micro int) []float32 {
-		m, _ := gpt2.New(cpu.New(2), tiny, gpt2.RandomParams(tiny, 4))
+		m := gpt2test.Random(t, cpu.New(2), tiny, 4, 1)
 		opt, _ := optim.NewAdamW(m, optim.DefaultAdamW())
 		if _, err := Step(context.Background(), m, opt, docs, Config{LR: 0, MicroTokens: micro}); err != nil {
 			t.Fatal(err)

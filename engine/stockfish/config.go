@@ -7,21 +7,22 @@ import (
 	"time"
 )
 
-// Config configures a Pool. Each field's json tag is its name everywhere: Lua
-// option tables (rook.stockfish{...}), configs and logs. No field has a
-// zero-means-default rule: start from DefaultConfig and set what differs;
-// Validate refuses anything out of range.
+// Config configures a Pool. Each field's json tag is its name in Lua option tables
+// (rook.stockfish{depth = 10}), configs and logs; its alias is the name a recipe's flat
+// config gives it (stockfish_depth; stockfish for the binary), the name Validate's errors
+// use. No field has a zero-means-default rule: start from DefaultConfig and set what
+// differs; Validate refuses anything out of range.
 type Config struct {
-	Path      string  `json:"path"`       // engine binary; "" finds stockfish on PATH, then DefaultPath
-	Workers   int     `json:"workers"`    // engine processes
-	Depth     int     `json:"depth"`      // fixed search depth (what makes results deterministic)
-	MultiPV   int     `json:"multipv"`    // lines per position
-	Threads   int     `json:"threads"`    // threads per engine; more than 1 breaks determinism
-	HashMB    int     `json:"hash_mb"`    // hash table per engine, MiB
-	Timeout   float64 `json:"timeout"`    // seconds per search attempt (start-up gets at least 10)
-	Retries   int     `json:"retries"`    // extra attempts after a crash or hang
-	CacheFile string  `json:"cache_file"` // optional JSONL cache that survives runs
-	CacheSize int     `json:"cache_size"` // in-memory entries kept; 0 = unlimited
+	Path      string  `json:"path" alias:"stockfish"`                  // engine binary; "" finds stockfish on PATH, then DefaultPath
+	Workers   int     `json:"workers" alias:"stockfish_workers"`       // engine processes
+	Depth     int     `json:"depth" alias:"stockfish_depth"`           // fixed search depth (what makes results deterministic)
+	MultiPV   int     `json:"multipv" alias:"stockfish_multipv"`       // lines per position
+	Threads   int     `json:"threads" alias:"stockfish_threads"`       // threads per engine; more than 1 breaks determinism
+	HashMB    int     `json:"hash_mb" alias:"stockfish_hash_mb"`       // hash table per engine, MiB
+	Timeout   float64 `json:"timeout" alias:"stockfish_timeout"`       // seconds per search attempt (start-up gets at least 10)
+	Retries   int     `json:"retries" alias:"stockfish_retries"`       // extra attempts after a crash or hang
+	CacheFile string  `json:"cache_file" alias:"stockfish_cache_file"` // optional JSONL cache that survives runs
+	CacheSize int     `json:"cache_size" alias:"stockfish_cache_size"` // in-memory entries kept; 0 = unlimited
 }
 
 // DefaultConfig is one single-threaded engine searching to depth 10 with

@@ -65,6 +65,40 @@ function T.test_reward_chess_on_a_rollout()
   check.errors(function() rook.reward.chess(b, { engine = sf, weights = 1 }) end, 'unknown option "weights"')
 end
 
+-- Reward options are rookworld.RewardConfig's settings: nested weights over their defaults,
+-- lists, named shapings, older names; errors name the key by its path.
+function T.test_reward_options()
+  local prompt = "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
+  local right = rook.chess.step("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e2e4").completion
+  check.near(rook.chess.score(prompt, "garbage", { malformed_floor = -0.5 }).total, -0.5, 1e-12, "malformed_floor is malformed")
+  -- Right flags and reward field, wrong FEN: with all the weight on the FEN the total is 0,
+  -- 2t − 1 = −1 when centered.
+  local wrong_fen = string.gsub(right, "4P3", "3P4", 1)
+  local fen_only = { env = { format = 0, flags = 0, reward_field = 0 } }
+  check.near(rook.chess.score(prompt, wrong_fen, fen_only).total, 0, 1e-12, "only the FEN weighs")
+  fen_only.shaping = "centered"
+  check.near(rook.chess.score(prompt, wrong_fen, fen_only).total, -1, 1e-12, "centered")
+  check.near(rook.chess.score(prompt, wrong_fen).total, 0.4, 1e-12, "default weights: format, flags, reward field")
+  check.errors(function() rook.chess.score(prompt, right, { env = { fenn = 1 } }) end,
+    'rook.chess.score: unknown option "env.fenn" (did you mean "env.fen"?)')
+  check.errors(function() rook.chess.score(prompt, right, { rank_credit = { 1, "x" } }) end,
+    'option "rank_credit": element 2: want a number, got the string "x"')
+  check.errors(function() rook.chess.score(prompt, right, { rank_credit = { 1, 2 } }) end, "rank_credit[1] must be in [0, 1], got 2")
+  check.errors(function() rook.chess.score(prompt, right, { policy = 0.5 }) end, 'option "policy": want a table of settings, got 0.5')
+end
+
+-- rook.eval's options are its decoding settings (rollout.Config's names) and the reward's.
+function T.test_eval_options_are_checked()
+  local policy = rook.load("random:tiny")
+  local prompts = { "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+" }
+  check.errors(function() rook.eval(policy, prompts, { max_new_token = 8 }) end,
+    'rook.eval: unknown option "max_new_token" (did you mean "max_new_tokens"?)')
+  check.errors(function() rook.eval(policy, prompts, { temperature = 0 }) end, "rook.eval: temperature must be > 0")
+  check.errors(function() rook.eval(policy, prompts, { malformed = 11 }) end, "rook.eval: malformed must be in [-10, 10], got 11")
+  local m = rook.eval(policy, prompts, { max_new_tokens = 4, greedy = false, seed = 3, malformed = -0.25 })
+  check.near(m.reward_mean, -0.25, 1e-12, "a random model's answer is malformed")
+end
+
 function T.test_engine_option_must_be_a_stockfish()
   check.errors(function() rook.positions{ generator = { engine = 3 } } end,
     "generator.engine must be a rook.stockfish, got a number")
@@ -75,6 +109,10 @@ end
 function T.test_stockfish_settings_are_checked()
   check.errors(function() rook.stockfish{ depth = 0 } end, "stockfish_depth must be ≥ 1, got 0")
   check.errors(function() rook.stockfish{ workers = 0 } end, "stockfish_workers must be ≥ 1, got 0")
+  check.errors(function() rook.stockfish{ stockfish_depth = 0 } end, "stockfish_depth must be ≥ 1, got 0")
+  check.errors(function() rook.stockfish{ depht = 4 } end, 'rook.stockfish: unknown option "depht" (did you mean "depth"?)')
+  check.errors(function() rook.stockfish{ timeout = "30s" } end, 'rook.stockfish: option "timeout": want a number, got the string "30s"')
+  check.errors(function() rook.stockfish{ depth = 4, stockfish_depth = 5 } end, 'option "depth" is given twice, as "depth", "stockfish_depth"')
   local sf, err = rook.stockfish{ path = "/nonexistent/stockfish" }
   check.eq(sf, nil)
   check.truthy(string.find(err, "make setup", 1, true), err)
