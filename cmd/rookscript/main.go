@@ -33,13 +33,14 @@ const usage = `rookscript — GRPO training of chess language models, driven by 
 Usage:
   rookscript [--quiet] FILE.lua [key=value ...]   run a recipe; key=value overrides its config
   rookscript                                      interactive REPL
-  rookscript plot RUN_DIR... [-o OUT.png]         PNG of runs' metrics over steps, overlaid
+  rookscript plot RUN_DIR... [-o OUT.png] [-f]    PNG of runs' metrics over steps, overlaid
   rookscript version                              print the version
   rookscript --help                               this help
 
 Config: a recipe declares its keys with rook.config{...}; values come from those defaults,
 then FILE.toml beside the recipe (or config=PATH), then key=value arguments. Unknown keys and
-values of the wrong type are errors. resume=RUN_DIR continues a run from its last checkpoint.
+values of the wrong type are errors. resume=RUN_DIR continues a run from its last checkpoint,
+with the config it recorded (overrides are applied, logged and recorded).
 
 Signals: Ctrl-C (or SIGTERM) finishes the current step, saves a checkpoint and prints the
 command that resumes; a second Ctrl-C aborts at once.
