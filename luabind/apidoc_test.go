@@ -50,17 +50,17 @@ func TestAPIDoc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := newDocEnv(t)
+	ref := newAPIReference(t)
 	text := string(raw)
 	if *update {
-		if text, err = updateSettings(env.L, text); err != nil {
+		if text, err = updateSettings(ref.settings, text); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(apiDocFile, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range apiDocProblems(t, env.L, text) {
+	for _, p := range ref.problems(text) {
 		t.Error(p)
 	}
 }
@@ -74,7 +74,7 @@ func TestAPIDocReportsDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	env := newDocEnv(t)
+	ref := newAPIReference(t)
 	cases := []struct {
 		name   string
 		mutate func(string) string
@@ -114,7 +114,7 @@ func TestAPIDocReportsDrift(t *testing.T) {
 			if mutated == doc {
 				t.Fatal("the mutation did not change the document")
 			}
-			got := strings.Join(apiDocProblems(t, env.L, mutated), "\n")
+			got := strings.Join(ref.problems(mutated), "\n")
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("want a problem containing %q, got:\n%s", w, got)
@@ -173,23 +173,35 @@ func emptyMeaning(prefix string) func(string) string {
 	}
 }
 
-func newDocEnv(t *testing.T) *Env {
+// apiReference is what the reference must say, read once from a fresh environment: the
+// registered names and the generated settings tables.
+type apiReference struct {
+	reg      registered
+	settings map[string]generatedTable
+}
+
+func newAPIReference(t *testing.T) *apiReference {
 	t.Helper()
 	env, err := New(Options{Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(env.Close)
-	return env
+	defer env.Close()
+	ref := &apiReference{reg: registeredAPI(t, env.L), settings: map[string]generatedTable{}}
+	for name, spec := range settingsSpecs {
+		if ref.settings[name], err = generateTable(env.L, spec); err != nil {
+			t.Fatalf("settings %s: %v", name, err)
+		}
+	}
+	return ref
 }
 
-// apiDocProblems lists every difference between doc and the registered API.
-func apiDocProblems(t *testing.T, L *lua.LState, doc string) []string {
-	t.Helper()
-	problems := append(checkSettings(L, doc), checkLinks(doc)...)
+// problems lists every difference between doc and the registered API.
+func (r *apiReference) problems(doc string) []string {
+	problems := append(checkSettings(r.settings, doc), checkLinks(doc)...)
 	entries, sections, parseProblems := parseAPIDoc(doc)
 	problems = append(problems, parseProblems...)
-	return append(problems, compareAPI(registeredAPI(t, L), entries, sections)...)
+	return append(problems, compareAPI(r.reg, entries, sections)...)
 }
 
 // An apiName is one thing a script can reach, or one entry of the reference.
@@ -818,20 +830,30 @@ func settingsBlocks(lines []string) ([]settingsBlock, []string) {
 	return blocks, problems
 }
 
-// docSettingsTable renders spec's table: the header, and each setting's generated cells.
-func docSettingsTable(L *lua.LState, spec settingsSpec) (header string, rows [][]string, aliases map[string][]string, err error) {
+// A generatedTable is a settings table as its struct makes it: the header row, and each
+// setting's generated cells (all but the meaning).
+type generatedTable struct {
+	what    string
+	columns []string // the generated columns' names
+	header  string
+	rows    [][]string
+	aliases map[string][]string // setting → its other names
+}
+
+func generateTable(L *lua.LState, spec settingsSpec) (generatedTable, error) {
 	first, second, err := spec.defaults(L)
 	if err != nil {
-		return "", nil, nil, err
+		return generatedTable{}, err
 	}
 	s := schemaOf(spec.typ)
-	header = joinRow(append(append([]string{"setting", "also accepted", "type"}, spec.headers...), "meaning"))
-	aliases = map[string][]string{}
+	g := generatedTable{what: spec.what, columns: append([]string{"setting", "also accepted", "type"}, spec.headers...),
+		aliases: map[string][]string{}}
+	g.header = joinRow(append(slices.Clone(g.columns), "meaning"))
 	for _, name := range s.names {
 		f := s.fields[name]
 		typ, err := settingType(f.typ)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("%s: %s: %w", spec.what, name, err)
+			return generatedTable{}, fmt.Errorf("%s: %s: %w", spec.what, name, err)
 		}
 		row := []string{code(name), codeList(f.aliases), typ}
 		for c := range first {
@@ -843,19 +865,19 @@ func docSettingsTable(L *lua.LState, spec settingsSpec) (header string, rows [][
 				row = append(row, code(settingValue(a))+", "+code(settingValue(b))+", … (one per call)")
 			}
 		}
-		rows = append(rows, row)
-		aliases[name] = f.aliases
+		g.rows = append(g.rows, row)
+		g.aliases[name] = f.aliases
 	}
-	return header, rows, aliases, nil
+	return g, nil
 }
 
 // checkSettings compares every settings table with its struct.
-func checkSettings(L *lua.LState, doc string) []string {
+func checkSettings(tables map[string]generatedTable, doc string) []string {
 	lines := strings.Split(doc, "\n")
 	blocks, problems := settingsBlocks(lines)
 	found := map[string]bool{}
 	for _, b := range blocks {
-		spec, ok := settingsSpecs[b.name]
+		g, ok := tables[b.name]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s:%d: no settings table is named %q", apiDocName, b.begin+1, b.name))
 			continue
@@ -864,14 +886,9 @@ func checkSettings(L *lua.LState, doc string) []string {
 			problems = append(problems, fmt.Sprintf("%s:%d: settings %s appear twice", apiDocName, b.begin+1, b.name))
 		}
 		found[b.name] = true
-		header, rows, _, err := docSettingsTable(L, spec)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
 		body := lines[b.begin+1 : b.end]
-		if len(body) < 2 || body[0] != header {
-			problems = append(problems, fmt.Sprintf("%s:%d: settings %s: the table's header is not %q (-update writes it)", apiDocName, b.begin+2, b.name, header))
+		if len(body) < 2 || body[0] != g.header {
+			problems = append(problems, fmt.Sprintf("%s:%d: settings %s: the table's header is not %q (-update writes it)", apiDocName, b.begin+2, b.name, g.header))
 			continue
 		}
 		given := map[string][]string{}
@@ -882,7 +899,7 @@ func checkSettings(L *lua.LState, doc string) []string {
 			given[name] = cells
 			order = append(order, name)
 		}
-		for _, want := range rows {
+		for _, want := range g.rows {
 			name := strings.Trim(want[0], "`")
 			got, ok := given[name]
 			switch {
@@ -893,10 +910,9 @@ func checkSettings(L *lua.LState, doc string) []string {
 				problems = append(problems, fmt.Sprintf("settings %s: `%s`: want %d cells, the row has %d", b.name, name, len(want)+1, len(got)))
 				continue
 			}
-			cols := append([]string{"setting", "also accepted", "type"}, spec.headers...)
 			for c := range want {
 				if got[c] != want[c] {
-					problems = append(problems, fmt.Sprintf("settings %s: `%s`: %s is %s, the table says %s", b.name, name, cols[c], orNone(want[c]), orNone(got[c])))
+					problems = append(problems, fmt.Sprintf("settings %s: `%s`: %s is %s, the table says %s", b.name, name, g.columns[c], orNone(want[c]), orNone(got[c])))
 				}
 			}
 			if got[len(want)] == "" {
@@ -904,12 +920,12 @@ func checkSettings(L *lua.LState, doc string) []string {
 			}
 		}
 		for _, name := range order {
-			if !slices.ContainsFunc(rows, func(r []string) bool { return strings.Trim(r[0], "`") == name }) {
-				problems = append(problems, fmt.Sprintf("settings %s: row `%s` is not a setting of %s (renamed or removed?)", b.name, name, spec.what))
+			if !slices.ContainsFunc(g.rows, func(r []string) bool { return strings.Trim(r[0], "`") == name }) {
+				problems = append(problems, fmt.Sprintf("settings %s: row `%s` is not a setting of %s (renamed or removed?)", b.name, name, g.what))
 			}
 		}
 	}
-	for name := range settingsSpecs {
+	for name := range tables {
 		if !found[name] {
 			problems = append(problems, fmt.Sprintf("settings %s: no table (want <!-- settings %s --> … %s)", name, name, settingsClose))
 		}
@@ -920,7 +936,7 @@ func checkSettings(L *lua.LState, doc string) []string {
 
 // updateSettings rewrites each settings table from its struct, keeping the meanings written
 // (a renamed setting keeps the meaning of the row named as one of its aliases).
-func updateSettings(L *lua.LState, doc string) (string, error) {
+func updateSettings(tables map[string]generatedTable, doc string) (string, error) {
 	lines := strings.Split(doc, "\n")
 	blocks, problems := settingsBlocks(lines)
 	if len(problems) > 0 {
@@ -928,13 +944,9 @@ func updateSettings(L *lua.LState, doc string) (string, error) {
 	}
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
-		spec, ok := settingsSpecs[b.name]
+		g, ok := tables[b.name]
 		if !ok {
 			return "", fmt.Errorf("%s:%d: no settings table is named %q", apiDocName, b.begin+1, b.name)
-		}
-		header, rows, aliases, err := docSettingsTable(L, spec)
-		if err != nil {
-			return "", err
 		}
 		meaning := map[string]string{}
 		for _, l := range lines[min(b.begin+3, b.end):b.end] {
@@ -942,16 +954,16 @@ func updateSettings(L *lua.LState, doc string) (string, error) {
 				meaning[strings.Trim(cells[0], "`")] = cells[len(cells)-1]
 			}
 		}
-		table := []string{header, joinRow(slices.Repeat([]string{"---"}, len(splitRow(header))))}
-		for _, r := range rows {
+		table := []string{g.header, joinRow(slices.Repeat([]string{"---"}, len(g.columns)+1))}
+		for _, r := range g.rows {
 			name := strings.Trim(r[0], "`")
 			m := meaning[name]
-			for _, a := range aliases[name] {
+			for _, a := range g.aliases[name] {
 				if m == "" {
 					m = meaning[a]
 				}
 			}
-			table = append(table, joinRow(append(r, m)))
+			table = append(table, joinRow(append(slices.Clone(r), m)))
 		}
 		lines = slices.Concat(lines[:b.begin+1], table, lines[b.end:])
 	}
