@@ -19,8 +19,6 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/rookscript/rookscript/engine/grpo"
-	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/internal/editdist"
 	"github.com/rookscript/rookscript/scripts"
 )
@@ -102,7 +100,11 @@ func TestAPIDocReportsDrift(t *testing.T) {
 			[]string{"no `## Type rook.config_error` section"}},
 		{"setting renamed", replace("| `beta` |", "| `kl_beta` |"),
 			[]string{"settings grpo: setting `beta` is missing",
-				"settings grpo: row `kl_beta` is not a setting of grpo.Config (renamed or removed?)"}},
+				"settings grpo: row `kl_beta` is not a setting of rook.grpo.step (grpo.Config) (renamed or removed?)"}},
+		{"nested setting renamed", replace("| `policy.best_rank` |", "| `policy.rank` |"),
+			[]string{"settings reward: setting `policy.best_rank` is missing", "settings reward: row `policy.rank` is not a setting"}},
+		{"settings taken from another table left unsaid", dropLine("And every setting of `rook.reward.chess`."),
+			[]string{"settings eval: after the table want"}},
 		{"setting's default changed", replace("| `max_grad_norm` |  | number | `1` |", "| `max_grad_norm` |  | number | `0.5` |"),
 			[]string{"settings grpo: `max_grad_norm`: default is `1`, the table says `0.5`"}},
 		{"setting without meaning", emptyMeaning("| `lr_warmup` |"),
@@ -188,8 +190,12 @@ func newAPIReference(t *testing.T) *apiReference {
 	}
 	defer env.Close()
 	ref := &apiReference{reg: registeredAPI(t, env.L), settings: map[string]generatedTable{}}
-	for name, spec := range settingsSpecs {
-		if ref.settings[name], err = generateTable(env.L, spec); err != nil {
+	specs, err := settingsSpecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, spec := range specs {
+		if ref.settings[name], err = generateTable(env.L, spec, specs); err != nil {
 			t.Fatalf("settings %s: %v", name, err)
 		}
 	}
@@ -749,24 +755,28 @@ func closest(name string, names []string) string {
 	return " (did you mean " + best + "?)"
 }
 
-// Settings tables. An option table decoded from an engine config struct documents its
-// settings in a table between "<!-- settings NAME -->" and "<!-- end settings -->": one row per
-// setting of the struct, in declaration order, with its canonical name, the other names it
-// accepts, its type (the values of an enum-like type), its default as the binding builds it
-// (one column per set of defaults), and its meaning, written by hand.
+// Settings tables. An option table decoded from a config struct documents its settings in a
+// table between "<!-- settings NAME -->" and "<!-- end settings -->": one row per setting, in
+// declaration order (a nested struct's as "policy.format"), with its canonical name, the other
+// names it accepts, its type (an enum-like type's values), its defaults as the binding builds
+// them (one column per set of defaults), and its meaning, written by hand. Settings a struct
+// embeds from another documented struct (rook.eval's reward settings) are not repeated: a
+// line after the table names that table.
 
+// A settingsSpec is a documented option struct and how the binding builds its defaults.
 type settingsSpec struct {
-	what    string       // the config struct, for messages
-	typ     reflect.Type // decoded by decodeOptions, so its schema is exactly what the binding accepts
-	headers []string     // one per column of defaults
+	call    string       // the Lua call that reads it, for messages
+	typ     reflect.Type // decoded by decodeOptions: its schema is exactly what the call accepts
+	headers []string     // one per column of defaults; none when the call's defaults are not reachable
 	// defaults returns each column's defaults as the binding builds them, for two successive
 	// calls: a setting that differs between them (a seed drawn per call) is shown as such.
 	defaults func(L *lua.LState) (first, second []any, err error)
 }
 
-var settingsSpecs = map[string]settingsSpec{
-	"grpo": {
-		what: "grpo.Config", typ: reflect.TypeFor[grpo.Config](), headers: []string{"default", "with `trl_compat = true`"},
+// groupDefaults say how each setting group (settingGroups: what rook.check and rook.settings
+// know) gets its defaults; every group must have an entry.
+var groupDefaults = map[string]settingsSpec{
+	"grpo": {headers: []string{"default", "with `trl_compat = true`"},
 		defaults: func(L *lua.LState) ([]any, []any, error) {
 			d, err := grpoOptions(nil)
 			if err != nil {
@@ -776,10 +786,8 @@ var settingsSpecs = map[string]settingsSpec{
 			t.RawSetString("trl_compat", lua.LTrue)
 			trl, err := grpoOptions(t)
 			return []any{d, trl}, []any{d, trl}, err
-		},
-	},
-	"rollout": {
-		what: "rollout.Config", typ: reflect.TypeFor[rollout.Config](), headers: []string{"default"},
+		}},
+	"rollout": {headers: []string{"default"},
 		defaults: func(L *lua.LState) ([]any, []any, error) {
 			// The group a rollout gets without one, from a real call; the rest from the
 			// binding's reading of an empty option table, twice on one model.
@@ -790,15 +798,47 @@ var settingsSpecs = map[string]settingsSpec{
 			L.Pop(1)
 			m := &model{}
 			return []any{m.sampling(L, nil, "model:rollout", group)}, []any{m.sampling(L, nil, "model:rollout", group)}, nil
-		},
-	},
-	"adamw": {
-		what: "rook.adamw's options (optim.AdamWConfig, optim.Schedule)", typ: reflect.TypeFor[adamwOptions](), headers: []string{"default"},
-		defaults: func(L *lua.LState) ([]any, []any, error) {
+		}},
+	"adamw": {headers: []string{"default"},
+		defaults: func(*lua.LState) ([]any, []any, error) {
 			o, err := readAdamW(nil)
 			return []any{o}, []any{o}, err
-		},
-	},
+		}},
+	"reward": {headers: []string{"default"},
+		defaults: func(*lua.LState) ([]any, []any, error) {
+			c, _, err := rewardOptions(nil)
+			return []any{c}, []any{c}, err
+		}},
+	"stockfish": {headers: []string{"default"},
+		defaults: func(*lua.LState) ([]any, []any, error) {
+			c, err := stockfishOptions(nil)
+			return []any{c}, []any{c}, err
+		}},
+	"eval": {headers: []string{"default"},
+		defaults: func(*lua.LState) ([]any, []any, error) {
+			// readEval hands its defaults on as the rollout and reward configs it builds.
+			c, r, _, err := readEval(nil)
+			o := evalOptions{MaxNewTokens: c.MaxNewTokens, Temperature: c.Temperature, Greedy: c.Greedy, Seed: c.Seed, RewardConfig: r}
+			return []any{o}, []any{o}, err
+		}},
+}
+
+// settingsSpecs are every documented option struct: the setting groups, and rook.sft's
+// options, whose defaults live inside their calls (the meaning column gives them).
+func settingsSpecs() (map[string]settingsSpec, error) {
+	specs := map[string]settingsSpec{
+		"sft.step": {call: "rook.sft.step", typ: reflect.TypeFor[sftStepOptions]()},
+		"sft.loss": {call: "rook.sft.loss", typ: reflect.TypeFor[sftLossOptions]()},
+	}
+	for _, g := range settingGroups {
+		spec, ok := groupDefaults[g.name]
+		if !ok {
+			return nil, fmt.Errorf("setting group %q (%s) has no entry in groupDefaults: say how the binding builds its defaults", g.name, g.call)
+		}
+		spec.call, spec.typ = g.call, g.typ
+		specs[g.name] = spec
+	}
+	return specs, nil
 }
 
 var settingsOpen = regexp.MustCompile(`^<!-- settings (\S+) -->$`)
@@ -830,45 +870,102 @@ func settingsBlocks(lines []string) ([]settingsBlock, []string) {
 	return blocks, problems
 }
 
-// A generatedTable is a settings table as its struct makes it: the header row, and each
-// setting's generated cells (all but the meaning).
+// A generatedTable is a settings table as its struct makes it: the header row, each
+// setting's generated cells (all but the meaning), and the lines after the table.
 type generatedTable struct {
-	what    string
-	columns []string // the generated columns' names
-	header  string
-	rows    [][]string
-	aliases map[string][]string // setting → its other names
+	what     string
+	columns  []string // the generated columns' names
+	header   string
+	rows     [][]string
+	aliases  map[string][]string // setting → its other names
+	includes []string            // the calls whose settings this one takes as well
 }
 
-func generateTable(L *lua.LState, spec settingsSpec) (generatedTable, error) {
-	first, second, err := spec.defaults(L)
-	if err != nil {
-		return generatedTable{}, err
+// trailer is what follows the table in its block.
+func (g generatedTable) trailer() []string {
+	if len(g.includes) == 0 {
+		return nil
 	}
-	s := schemaOf(spec.typ)
-	g := generatedTable{what: spec.what, columns: append([]string{"setting", "also accepted", "type"}, spec.headers...),
-		aliases: map[string][]string{}}
+	return []string{"", "And every setting of " + codeList(g.includes) + "."}
+}
+
+func generateTable(L *lua.LState, spec settingsSpec, specs map[string]settingsSpec) (generatedTable, error) {
+	g := generatedTable{what: spec.call + " (" + spec.typ.String() + ")",
+		columns: append([]string{"setting", "also accepted", "type"}, spec.headers...), aliases: map[string][]string{}}
 	g.header = joinRow(append(slices.Clone(g.columns), "meaning"))
+	var first, second []reflect.Value
+	if spec.defaults != nil {
+		a, b, err := spec.defaults(L)
+		if err != nil {
+			return g, err
+		}
+		for i := range a {
+			first, second = append(first, reflect.ValueOf(a[i])), append(second, reflect.ValueOf(b[i]))
+		}
+	}
+	documented := map[reflect.Type]string{}
+	for _, other := range specs {
+		if other.typ != spec.typ {
+			documented[other.typ] = other.call
+		}
+	}
+	return g, g.add(spec.typ, "", first, second, documented)
+}
+
+// add appends the rows of struct type t's settings, named under prefix; first and second
+// hold t's values in each column of defaults.
+func (g *generatedTable) add(t reflect.Type, prefix string, first, second []reflect.Value, documented map[reflect.Type]string) error {
+	s := schemaOf(t)
 	for _, name := range s.names {
 		f := s.fields[name]
+		if call := embeddedFrom(t, f.index, documented); call != "" {
+			if !slices.Contains(g.includes, call) {
+				g.includes = append(g.includes, call)
+			}
+			continue
+		}
+		a, b := make([]reflect.Value, len(first)), make([]reflect.Value, len(second))
+		for c := range first {
+			a[c], b[c] = first[c].FieldByIndex(f.index), second[c].FieldByIndex(f.index)
+		}
+		if f.typ.Kind() == reflect.Struct {
+			if err := g.add(f.typ, prefix+name+".", a, b, nil); err != nil {
+				return err
+			}
+			continue
+		}
 		typ, err := settingType(f.typ)
 		if err != nil {
-			return generatedTable{}, fmt.Errorf("%s: %s: %w", spec.what, name, err)
+			return fmt.Errorf("%s: %s: %w", g.what, prefix+name, err)
 		}
-		row := []string{code(name), codeList(f.aliases), typ}
-		for c := range first {
-			a := reflect.ValueOf(first[c]).FieldByIndex(f.index)
-			b := reflect.ValueOf(second[c]).FieldByIndex(f.index)
-			if a.Equal(b) {
-				row = append(row, code(settingValue(a)))
+		aliases := make([]string, len(f.aliases))
+		for i, al := range f.aliases {
+			aliases[i] = prefix + al
+		}
+		row := []string{code(prefix + name), codeList(aliases), typ}
+		for c := range a {
+			va, vb := settingValue(a[c]), settingValue(b[c])
+			if va == vb {
+				row = append(row, code(va))
 			} else {
-				row = append(row, code(settingValue(a))+", "+code(settingValue(b))+", … (one per call)")
+				row = append(row, code(va)+", "+code(vb)+", … (one per call)")
 			}
 		}
 		g.rows = append(g.rows, row)
-		g.aliases[name] = f.aliases
+		g.aliases[prefix+name] = aliases
 	}
-	return g, nil
+	return nil
+}
+
+// embeddedFrom returns the call whose documented struct a setting at index of struct t is
+// embedded from, or "".
+func embeddedFrom(t reflect.Type, index []int, documented map[reflect.Type]string) string {
+	for i := 1; i < len(index); i++ {
+		if f := t.FieldByIndex(index[:i]); f.Anonymous && documented[f.Type] != "" {
+			return documented[f.Type]
+		}
+	}
+	return ""
 }
 
 // checkSettings compares every settings table with its struct.
@@ -891,9 +988,17 @@ func checkSettings(tables map[string]generatedTable, doc string) []string {
 			problems = append(problems, fmt.Sprintf("%s:%d: settings %s: the table's header is not %q (-update writes it)", apiDocName, b.begin+2, b.name, g.header))
 			continue
 		}
+		rows := body[2:]
+		n := slices.IndexFunc(rows, func(l string) bool { return !strings.HasPrefix(l, "|") })
+		if n < 0 {
+			n = len(rows)
+		}
+		if trailer := rows[n:]; !slices.Equal(trailer, g.trailer()) {
+			problems = append(problems, fmt.Sprintf("%s:%d: settings %s: after the table want %q, got %q (-update writes it)", apiDocName, b.begin+3+n, b.name, g.trailer(), trailer))
+		}
 		given := map[string][]string{}
 		var order []string
-		for _, l := range body[2:] {
+		for _, l := range rows[:n] {
 			cells := splitRow(l)
 			name := strings.Trim(cells[0], "`")
 			given[name] = cells
@@ -950,7 +1055,7 @@ func updateSettings(tables map[string]generatedTable, doc string) (string, error
 		}
 		meaning := map[string]string{}
 		for _, l := range lines[min(b.begin+3, b.end):b.end] {
-			if cells := splitRow(l); len(cells) > 1 {
+			if cells := splitRow(l); strings.HasPrefix(l, "|") && len(cells) > 1 {
 				meaning[strings.Trim(cells[0], "`")] = cells[len(cells)-1]
 			}
 		}
@@ -965,6 +1070,7 @@ func updateSettings(tables map[string]generatedTable, doc string) (string, error
 			}
 			table = append(table, joinRow(append(slices.Clone(r), m)))
 		}
+		table = append(table, g.trailer()...)
 		lines = slices.Concat(lines[:b.begin+1], table, lines[b.end:])
 	}
 	return strings.Join(lines, "\n"), nil
@@ -993,6 +1099,11 @@ func settingType(t reflect.Type) (string, error) {
 			values[i] = code(strconv.Quote(v))
 		}
 		return strings.Join(values, ", "), nil
+	case reflect.Slice:
+		switch elem, _ := settingType(t.Elem()); elem {
+		case "number", "integer", "string", "boolean":
+			return "list of " + elem + "s", nil
+		}
 	}
 	return "", fmt.Errorf("a %s setting cannot be documented", t)
 }
@@ -1059,6 +1170,15 @@ func settingValue(v reflect.Value) string {
 		return strconv.FormatBool(v.Bool())
 	case reflect.String:
 		return strconv.Quote(v.String())
+	case reflect.Slice:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = settingValue(v.Index(i))
+		}
+		if len(items) == 0 {
+			return "{}"
+		}
+		return "{ " + strings.Join(items, ", ") + " }"
 	}
 	return fmt.Sprint(v)
 }
