@@ -52,9 +52,22 @@ func randSeq(r *rand.Rand, n, v int) []int32 {
 }
 
 // TestBackwardFiniteDifferences checks the gradient of every parameter tensor (sampled
-// entries) of L = Σ w·logp + Σ e·H at temperature 0.8 against central differences.
+// entries) of L = Σ w·logp + Σ e·H at temperature 0.8 against central differences: with the
+// LM head in one chunk, in chunks of 3 rows (logits recomputed by Backward), and fused
+// (ForwardBackward, chunks of 2 rows).
 func TestBackwardFiniteDifferences(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		headRows int
+		fused    bool
+	}{{"one chunk", 0, false}, {"chunks of 3", 3, false}, {"fused, chunks of 2", 2, true}} {
+		t.Run(c.name, func(t *testing.T) { finiteDifferences(t, c.headRows, c.fused) })
+	}
+}
+
+func finiteDifferences(t *testing.T, headRows int, fused bool) {
 	m := newTestModel(t, testConfig, 1)
+	m.HeadRows = headRows
 	r := rand.New(rand.NewPCG(2, 3))
 	var b Batch
 	b.Add(randSeq(r, 5, 23), 0)
@@ -78,10 +91,20 @@ func TestBackwardFiniteDifferences(t *testing.T) {
 		}
 		return s
 	}
-	loss()
 	m.ZeroGrads()
-	if err := m.Backward(w, e); err != nil {
-		t.Fatal(err)
+	if fused {
+		err := m.ForwardBackward(&b, temp, true, func(lo int, _, _, dlogp, dent []float32) {
+			copy(dlogp, w[lo:])
+			copy(dent, e[lo:])
+		}, &Output{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		loss()
+		if err := m.Backward(w, e); err != nil {
+			t.Fatal(err)
+		}
 	}
 	grads := m.GradsHost()
 	params := m.ParamsHost()

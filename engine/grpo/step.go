@@ -236,7 +236,7 @@ func (tr *Trainer) referenceLogprobs(ctx context.Context, kept []*completion, te
 			return err
 		}
 		part := kept[lo:min(len(kept), lo+step)]
-		if err := tr.Ref.Forward(tr.pack(part), temperature, false, &tr.out); err != nil {
+		if err := tr.Ref.Score(tr.pack(part), temperature, false, &tr.out); err != nil {
 			return fmt.Errorf("grpo: reference forward: %w", err)
 		}
 		off := 0
