@@ -25,7 +25,8 @@ local cfg = rook.config{
   lr = 1e-4, lr_warmup = 3, lr_schedule = "constant",
   kl_coef = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
   clip_low = 0.2, clip_high = 0.2, scale = "group", aggregation = "grpo",
-  max_grad_norm = 1.0, epochs = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
+  max_grad_norm = 1.0, epochs = 1, minibatches = 1, drop_zero_std = false,
+  micro_batch = 0, mem_budget = "", -- completions per forward; 0: from mem_budget ("" = half the RAM, "0.25", "8GB")
   malformed = -0.3,             -- reward floor for unparsable output (-1.0 drove NaNs)
   stockfish_depth = 8, stockfish_workers = 2,
   eval_size = 64, eval_every = 0, save_every = 10, keep = 3,
@@ -38,6 +39,14 @@ if model == "default" then model = require("defaultmodel").ensure{ engine = sf, 
 local policy = assert(rook.load(model, { device = cfg.device, threads = cfg.threads }))
 local ref = policy:reference()
 local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_decay = 0 })
+-- Micro-batches sized from the memory budget, for RookWorld prompts (under 128 tokens) and the
+-- evaluation's greedy decoding (up to 144 new tokens, evalkit).
+local seqs, slots = cfg.prompts * cfg.group, math.max(cfg.prompts * cfg.group, cfg.eval_size)
+local plan = rook.memory.plan(policy, { budget = cfg.mem_budget, seq_len = 128 + cfg.max_new_tokens,
+  scored = cfg.max_new_tokens, sequences = math.ceil(seqs / cfg.minibatches), reference = true,
+  kv_slots = slots, kv_cap = 128 + math.max(cfg.max_new_tokens, 144), prefill = 128 * slots, sample_rows = slots })
+local micro_batch = cfg.micro_batch > 0 and cfg.micro_batch or plan.micro_batch
+rook.log("memory: %s%s", plan.text, cfg.micro_batch > 0 and ("; micro_batch=" .. cfg.micro_batch .. " as configured") or "")
 local function source(seed)
   if cfg.positions ~= "generator" then return assert(rook.positions{ path = cfg.positions, seed = seed, task = "mix" }) end
   return rook.positions{ generator = { seed = seed, min_plies = cfg.min_plies, max_plies = cfg.max_plies }, task = "mix" }
@@ -68,7 +77,7 @@ for step = run.step + 1, cfg.steps do
     lr = sched.lr(step, cfg) * opt:lr() / cfg.lr, beta = sched.kl_warmup(step, cfg),
     kl_estimator = cfg.kl_estimator, clip_low = cfg.clip_low, clip_high = cfg.clip_high,
     scale = cfg.scale, aggregation = cfg.aggregation, max_grad_norm = cfg.max_grad_norm,
-    epochs = cfg.epochs, minibatches = cfg.minibatches, micro_batch = cfg.micro_batch,
+    epochs = cfg.epochs, minibatches = cfg.minibatches, micro_batch = micro_batch,
     drop_zero_std = cfg.drop_zero_std })
   run:log(step, m)
   local action = rec:check(step, m, { run = run, opt = opt })

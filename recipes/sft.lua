@@ -10,7 +10,8 @@ local cfg = rook.config{
   model = "random:small",       -- the starting point: a named random architecture or a checkpoint
   data = "generate", rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1,
   steps = 400, batch = 16, lr = 2e-3, lr_warmup = 20, lr_min = 1e-4, weight_decay = 0.0,
-  max_grad_norm = 1.0, loss_on = "completion", micro_tokens = 0,
+  max_grad_norm = 1.0, loss_on = "completion",
+  micro_tokens = 0, mem_budget = "", -- tokens per forward; 0: from mem_budget ("" = half the RAM, "0.25", "8GB")
   run_dir = "runs/sft", out = "models/sft", save_every = 100, device = "cpu",
 }
 
@@ -36,6 +37,7 @@ sftloop.train{
   model = policy, opt = opt, data = data, start = run.step, steps = cfg.steps, batch = cfg.batch,
   lr = cfg.lr, lr_warmup = cfg.lr_warmup, lr_min = cfg.lr_min, max_grad_norm = cfg.max_grad_norm,
   loss_on = cfg.loss_on, micro_tokens = cfg.micro_tokens ~= 0 and cfg.micro_tokens or nil,
+  mem_budget = cfg.mem_budget, say = rook.log,
   log = function(step, m)
     run:log(step, m)
     if step % cfg.save_every == 0 or step == cfg.steps then run:save(step) end

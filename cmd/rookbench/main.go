@@ -32,6 +32,11 @@
 //	grpo         one full GRPO step of the engine at the same shapes (β = 0.02, so the reference
 //	             model runs), split by phase: rollout, reference forward, update (at most 2 timed
 //	             steps: one takes about a minute on two cores)
+//	mem          peak resident memory against the analytic size (gpt2.Footprint) for the GRPO
+//	             step of the main job on the default model's architecture, the default model's
+//	             SFT step and the GRPO step of GPT-2 124M, each in a child process of its own
+//	             (rookbench -mem-case), and the main job itself (bin/rookscript
+//	             recipes/grpo_stable.lua steps=2, its rusage peak; needs the cached default model)
 //
 // Engine and PyTorch runs alternate: PyTorch runs as a server process (the scripts' --serve
 // mode) that times one op per request, so run i of the engine and run i of PyTorch see nearly
@@ -87,7 +92,7 @@ const modelSpec = "random:124m@seed=42"
 const benchB, benchT = 4, 64
 
 // sections that -only selects from.
-var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo"}
+var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo", "mem"}
 
 // settle is the pause between alternated runs of different processes, long enough for the
 // previous one's BLAS threads to stop spinning and go to sleep.
@@ -109,7 +114,15 @@ func main() {
 	python := flag.String("python", envOr("PYTHON", "/usr/bin/python3"), "Python with torch (Debian's python3-torch); $PYTHON when set")
 	scripts := flag.String("scripts", "", "directory holding torch_gpt2.py and torch_generate.py (default: bench/ of the enclosing repository)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the engine's work) to this file")
+	memCase := flag.String("mem-case", "", "run one case of the mem section in this process and print it as JSON (the mem section's child processes)")
 	flag.Parse()
+	if *memCase != "" {
+		runtime.GOMAXPROCS(*threads)
+		if err := runMemCase(*memCase, *threads); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
 	}
@@ -279,6 +292,8 @@ type bench struct {
 	statPrefill, statDec series
 	statTotal            series
 	grpo                 grpoPhases
+	memRuns              map[string]memRun
+	main                 mainJob
 }
 
 // failure records a failed measurement and returns it as a not-measured series.
@@ -326,6 +341,9 @@ func (b *bench) run() *Report {
 	}
 	if b.sel["grpo"] {
 		b.runGRPO()
+	}
+	if b.sel["mem"] {
+		b.runMem()
 	}
 	return b.report(start, load, strings.Join(order, ","))
 }
@@ -633,6 +651,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	}
 	if s["grpo"] {
 		b.grpoRows(add)
+	}
+	if s["mem"] {
+		b.memRows(add)
 	}
 	rep.Rows = rows
 	rep.Notes = b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n)

@@ -87,3 +87,50 @@ func (f Footprint) String() string {
 // roundRows is the row count activations are allocated for: a multiple of 64, so that batches
 // growing by a few tokens do not reallocate.
 func roundRows(n int) int { return (n + 63) / 64 * 64 }
+
+// Plan sizes the micro-batches of a training loop from a memory budget. The loop holds one
+// trained model (weights, gradients, AdamW moments) that may also sample, and optionally a
+// frozen reference that scores every micro-batch (GRPO's KL term); a micro-batch is a number
+// of sequences of up to SeqLen tokens, Scored of them scored.
+type Plan struct {
+	Config     Config
+	Budget     int64 // bytes the models may hold in all
+	SeqLen     int   // the longest sequence: prompt + completion
+	Scored     int   // scored tokens of one sequence
+	Sequences  int   // sequences of one optimizer step: a micro-batch never holds more
+	Reference  bool  // a frozen reference model scores the same micro-batches
+	KVSlots    int   // the sampler's KV cache (0: the model does not sample) ...
+	KVCap      int   // ... of up to this many positions
+	Prefill    int   // tokens of one Prefill (the unique prompts of a rollout)
+	SampleRows int   // rows of the sampler's next-token distribution
+}
+
+// MicroTokens is the size at which a micro-batch stops paying for its memory: the trunk's
+// GEMMs have as many rows as the micro-batch has tokens, and at a few thousand rows they
+// already run at the machine's rate, so a larger micro-batch only costs memory.
+const MicroTokens = 4096
+
+// Footprint is what the loop holds with micro-batches of seqs sequences.
+func (p Plan) Footprint(seqs int) Footprint {
+	rows, scored := seqs*p.SeqLen, seqs*p.Scored
+	prefill := min(p.Prefill, PrefillRows)
+	f := p.Config.Footprint(Use{Train: true, Rows: max(rows, prefill), Scored: scored,
+		KVSlots: p.KVSlots, KVCap: p.KVCap, SampleRows: p.SampleRows})
+	if p.Reference {
+		f = f.Plus(p.Config.Footprint(Use{Rows: rows, Scored: scored}))
+	}
+	return f
+}
+
+// MicroBatch is the number of sequences per micro-batch: as many as fit the budget, up to
+// Sequences and up to MicroTokens tokens (at least one sequence, even over the budget: the
+// caller reports that case, fits is false).
+func (p Plan) MicroBatch() (seqs int, f Footprint, fits bool) {
+	limit := max(1, min(p.Sequences, MicroTokens/max(p.SeqLen, 1)))
+	seqs = 1
+	for seqs < limit && p.Footprint(seqs+1).Total() <= p.Budget {
+		seqs++
+	}
+	f = p.Footprint(seqs)
+	return seqs, f, f.Total() <= p.Budget
+}
