@@ -25,6 +25,7 @@ type CPU struct {
 	rows  rowsJob
 	bgrad biasGradJob
 	gm    gemmJob
+	nt    ntJob
 	sm    softmaxJob
 
 	partials []float64 // per-chunk reduction results

@@ -46,6 +46,29 @@ func cAttentionDecode(out, q, k, v []float32, n, nh, hd, ld int, scale float32, 
 		C.float(scale), fptr(scratch))
 }
 
+// cGemmNT computes out[i][j] (+)= a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c); ref
+// selects the portable arithmetic instead of the AVX-512 kernel.
+func cGemmNT(out, a, w []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool) {
+	if m == 0 || j1 <= j0 {
+		return
+	}
+	if ref {
+		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
+		return
+	}
+	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
+}
+
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// hasAVX512 reports whether the small-row GEMM kernel can run.
+func hasAVX512() bool { return C.rk_has_avx512() != 0 }
+
 // hasAVX2 reports whether the vectorised kernel paths are in use.
 func hasAVX2() bool { return C.rk_has_avx2() != 0 }
 

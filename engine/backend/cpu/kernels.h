@@ -25,6 +25,15 @@ float rk_softmax(float *out, const float *x, long n, float scale);
 void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
                          long ld, float scale, float *scratch);
 
+// out[i][j] = Σ_k a[i][k]·w[j][k] (added to out when acc is set) for rows i < m and columns
+// j0 <= j < j1; row strides lda, ldw, ldo (gemm_small.c). rk_gemm_nt needs AVX-512
+// (rk_has_avx512); rk_gemm_nt_ref is its arithmetic in portable C, bit for bit.
+void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
+                long ldo, int acc);
+void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
+                    long ldo, int acc);
+int rk_has_avx512(void);
+
 // rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
 // (tests use it to check that both agree bit for bit).
 int rk_has_avx2(void);

@@ -92,6 +92,30 @@ func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32,
 	c.gm = gemmJob{}
 }
 
+// ntJob runs the packing-free kernel of gemm_small.c over column ranges: part p computes the
+// output columns [p·size, (p+1)·size), reading only its rows of the weight.
+type ntJob struct {
+	out, a, w []float32
+	m, n, k   int
+	size      int
+	acc       bool
+}
+
+func (j *ntJob) run(_, lo, hi int) {
+	for p := lo; p < hi; p++ {
+		j0, j1 := p*j.size, min(j.n, (p+1)*j.size)
+		cGemmNT(j.out, j.a, j.w, j.m, j0, j1, j.k, j.k, j.k, j.n, j.acc, false)
+	}
+}
+
+// useNT says whether MatMul runs gemm_small.c's kernel (AVX-512) rather than OpenBLAS; tests
+// switch it to compare the two.
+var useNT = hasAVX512()
+
+// ntColumns is the column grain of a MatMul part: whole tiles of the kernel, and few enough
+// parts per worker that each streams a long run of weight rows.
+const ntColumns = 64
+
 func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -102,6 +126,22 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 		c.pool.run(&c.bias, n, max(1, 16384/oc))
 		c.bias = biasJob{}
 		beta = 1
+	}
+	if useNT {
+		// One part per worker (several when the columns are many, so that a worker slowed by
+		// the rest of the machine holds up less), each a multiple of ntColumns columns.
+		parts := c.pool.workers
+		if n*oc*ch < gemmMinWork {
+			parts = 1
+		} else if oc >= 16*ntColumns*parts {
+			parts *= 4
+		}
+		size := (oc + parts - 1) / parts
+		size = (size + ntColumns - 1) / ntColumns * ntColumns
+		c.nt = ntJob{out: o, a: inp.F32(), w: w.F32(), m: n, n: oc, k: ch, size: size, acc: beta == 1}
+		c.pool.run(&c.nt, (oc+size-1)/size, 1)
+		c.nt = ntJob{}
+		return
 	}
 	c.gemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
 }
