@@ -136,4 +136,3 @@ func firstDiff(a, b []float32) int {
 	}
 	return -1
 }
-
