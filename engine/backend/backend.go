@@ -3,9 +3,25 @@ package backend
 // Pack describes a packed batch: sequence i occupies rows Start[i] .. Start[i]+Len[i]-1 of
 // every activation, and its tokens have positions 0 .. Len[i]-1. Host slices; a device
 // backend copies what it needs.
+//
+// Prefix, when not nil, lets sequences share a prefix computed once: Prefix[i] is the
+// sequence that sequence i continues, or -1. A continuation's rows attend to every row of its
+// prefix and then causally to their own, exactly as if the prefix were written in front of
+// them (its positions continue the prefix's). A prefix continues nothing, and its
+// continuations follow it directly, one after the other (a GRPO group: the prompt once, then
+// its completions).
 type Pack struct {
-	Start []int32
-	Len   []int32
+	Start  []int32
+	Len    []int32
+	Prefix []int32
+}
+
+// PrefixOf is the sequence sequence i continues, or -1.
+func (p Pack) PrefixOf(i int) int {
+	if p.Prefix == nil {
+		return -1
+	}
+	return int(p.Prefix[i])
 }
 
 // Rows is the number of rows (tokens) in the pack.

@@ -31,6 +31,7 @@ type CPU struct {
 	partials []float64 // per-chunk reduction results
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db
 	lpSums   []float64 // LogProbs per-row sums
+	fam      []int32   // attention's families of sequences
 	scratch  [][]float32
 }
 

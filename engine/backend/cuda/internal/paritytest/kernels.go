@@ -189,11 +189,20 @@ func (s Suite) matMul(t *testing.T, n, c, oc int, bias bool) {
 }
 
 // Attention over sequences of lengths 1, 7, 33 and 130 packed together; the head size 36 is
-// more than a warp, so the per-channel loops wrap.
+// more than a warp, so the per-channel loops wrap. Then a pack with shared prefixes: a
+// sequence of its own, a prompt of 40 rows with three continuations (one longer than a warp),
+// and a prompt of 1 row with one.
 func (s Suite) Attention(t *testing.T) {
+	s.attention(t, backend.Pack{Start: []int32{0, 1, 8, 41}, Len: []int32{1, 7, 33, 130}})
+	t.Run("prefixes", func(t *testing.T) {
+		s.attention(t, backend.Pack{Start: []int32{0, 5, 45, 50, 51, 90, 91}, Len: []int32{5, 40, 5, 1, 39, 1, 3},
+			Prefix: []int32{-1, -1, 1, 1, 1, -1, 5}})
+	})
+}
+
+func (s Suite) attention(t *testing.T, p backend.Pack) {
 	r := rand.New(rand.NewPCG(8, 8))
 	const nh, c = 2, 72
-	p := backend.Pack{Start: []int32{0, 1, 8, 41}, Len: []int32{1, 7, 33, 130}}
 	n := p.Rows()
 	qkv := s.pair(randVec(r, n*3*c, 1))
 	out, lse := s.zeros(n*c), s.zeros(n*nh)

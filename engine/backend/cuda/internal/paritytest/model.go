@@ -167,13 +167,25 @@ func (s Suite) GRPOStep(t *testing.T) {
 }
 
 // FusedHead: ForwardBackward on the device (each chunk of 5 rows of logits turned into its
-// gradient while in memory) against Forward + Backward on the CPU (one chunk): the same
-// log-probabilities, entropies and gradients; and the device's Score gives the forward's
-// numbers.
+// gradient while in memory) against Forward + Backward on the CPU (one chunk), on a batch with
+// a prompt shared by three continuations: the same log-probabilities, entropies and
+// gradients; and the device's Score gives the forward's numbers.
 func (s Suite) FusedHead(t *testing.T) {
 	dev, ref := s.models(t, 24)
 	r := rand.New(rand.NewPCG(24, 1))
 	b, _ := packedBatch(r)
+	// A GRPO group: a prompt of 9 tokens packed once, three completions continuing it.
+	seq := func(n int) []int32 {
+		x := make([]int32, n)
+		for k := range x {
+			x[k] = int32(r.IntN(modelConfig.VocabSize))
+		}
+		return x
+	}
+	b.Add(seq(8), 8)
+	for _, l := range []int{6, 1, 12} {
+		b.AddContinuation(seq(l), 0)
+	}
 	const temp = 1.1
 	dlogp, dent := make([]float32, len(b.Rows)), make([]float32, len(b.Rows))
 	for i := range dlogp {
