@@ -87,14 +87,15 @@ func budgetBytes(v lua.LValue) (int64, error) {
 	return int64(fraction * float64(ram)), nil
 }
 
-// rook.memory.plan(model, {budget=, seq_len=, scored=, sequences=, reference=, kv_slots=,
-// kv_cap=, prefill=, sample_rows=}) → {micro_batch=, seq_len=, bytes=, budget=, fits=,
+// rook.memory.plan(model, {budget=, seq_len=, scored=, sequences=, group=, prompt=,
+// reference=, kv_slots=, kv_cap=, prefill=, sample_rows=}) → {micro_batch=, seq_len=, bytes=, budget=, fits=,
 // parts={...}, text=}: the sequences per micro-batch of a training loop on model within the budget
 // (rook.memory.budget's spec), up to sequences and up to gpt2.MicroTokens tokens, and the
 // memory the models will hold with it. seq_len bounds a sequence (prompt + completion; the
-// model's context by default and at most), scored the scored tokens of one; reference adds a
-// frozen model that scores each micro-batch; kv_slots, kv_cap, prefill (tokens) and
-// sample_rows describe sampling.
+// model's context by default and at most), scored the scored tokens of one; group sequences
+// share a prompt of prompt tokens, packed once (GRPO; micro-batches then hold whole groups);
+// reference adds a frozen model that scores each micro-batch; kv_slots, kv_cap, prefill
+// (tokens) and sample_rows describe sampling.
 func luaMemPlan(L *lua.LState) int {
 	m := checkModel(L, 1)
 	o := optsArg(L, 2, "rook.memory.plan")
@@ -104,11 +105,13 @@ func luaMemPlan(L *lua.LState) int {
 	}
 	p := gpt2.Plan{Config: m.m.Config, Budget: budget,
 		SeqLen: o.int("seq_len", m.m.Config.MaxSeqLen), Scored: o.int("scored", 0), Sequences: o.int("sequences", 1),
+		Group: o.int("group", 1), Prompt: o.int("prompt", 0),
 		Reference: o.boolean("reference", false), KVSlots: o.int("kv_slots", 0), KVCap: o.int("kv_cap", 0),
 		Prefill: o.int("prefill", 0), SampleRows: o.int("sample_rows", 0)}
 	o.done()
 	// No sequence is longer than the model's context: a bound beyond it is the context.
 	p.SeqLen, p.KVCap = min(p.SeqLen, p.Config.MaxSeqLen), min(p.KVCap, p.Config.MaxSeqLen)
+	p.Prompt = min(p.Prompt, p.SeqLen)
 	p.Scored = min(p.Scored, p.SeqLen)
 	switch {
 	case p.SeqLen < 1:

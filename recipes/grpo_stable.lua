@@ -43,7 +43,7 @@ local opt = rook.adamw(policy, { lr = cfg.lr, betas = { 0.9, 0.95 }, weight_deca
 -- evaluation's greedy decoding (up to 144 new tokens, evalkit).
 local seqs, slots = cfg.prompts * cfg.group, math.max(cfg.prompts * cfg.group, cfg.eval_size)
 local plan = rook.memory.plan(policy, { budget = cfg.mem_budget, seq_len = 128 + cfg.max_new_tokens,
-  scored = cfg.max_new_tokens, sequences = math.ceil(seqs / cfg.minibatches), reference = true,
+  scored = cfg.max_new_tokens, sequences = math.ceil(seqs / cfg.minibatches), group = cfg.group, prompt = 128, reference = true,
   kv_slots = slots, kv_cap = 128 + math.max(cfg.max_new_tokens, 144), prefill = 128 * slots, sample_rows = slots })
 local micro_batch = cfg.micro_batch > 0 and cfg.micro_batch or plan.micro_batch
 rook.log("memory: %s%s", plan.text, cfg.micro_batch > 0 and ("; micro_batch=" .. cfg.micro_batch .. " as configured") or "")

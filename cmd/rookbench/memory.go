@@ -183,8 +183,9 @@ func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, 
 	if err := memEnd(&r); err != nil {
 		return r, err
 	}
-	plan := gpt2.Plan{Config: policy.Config, SeqLen: promptLen + longest, Scored: longest, Reference: true,
-		KVSlots: prompts * group, KVCap: promptLen + newTokens, Prefill: prompts * promptLen, SampleRows: prompts * group}
+	// The step packs each group's prompt once (grpo shares it among the group's completions).
+	plan := gpt2.Plan{Config: policy.Config, SeqLen: promptLen + longest, Scored: longest, Group: group, Prompt: promptLen,
+		Reference: true, KVSlots: prompts * group, KVCap: promptLen + newTokens, Prefill: prompts * promptLen, SampleRows: prompts * group}
 	r.Footprint = plan.Footprint(micro)
 	r.Shape = fmt.Sprintf("%s, %d prompts × group %d, %d-token prompts, ≤%d new tokens (longest %d), micro-batches of %d, β > 0",
 		spec, prompts, group, promptLen, newTokens, longest, micro)
@@ -200,7 +201,8 @@ func mainMicroBatch(cfg gpt2.Config) int {
 	}
 	slots := mainPrompts * mainGroup
 	p := gpt2.Plan{Config: cfg, Budget: ram / 2, SeqLen: min(cfg.MaxSeqLen, 128+mainNew), Scored: mainNew,
-		Sequences: slots, Reference: true, KVSlots: slots, KVCap: min(cfg.MaxSeqLen, 128+144), Prefill: 128 * slots, SampleRows: slots}
+		Sequences: slots, Group: mainGroup, Prompt: 128, Reference: true, KVSlots: slots, KVCap: min(cfg.MaxSeqLen, 128+144),
+		Prefill: 128 * slots, SampleRows: slots}
 	n, _, _ := p.MicroBatch()
 	return n
 }

@@ -91,13 +91,16 @@ func roundRows(n int) int { return (n + 63) / 64 * 64 }
 // Plan sizes the micro-batches of a training loop from a memory budget. The loop holds one
 // trained model (weights, gradients, AdamW moments) that may also sample, and optionally a
 // frozen reference that scores every micro-batch (GRPO's KL term); a micro-batch is a number
-// of sequences of up to SeqLen tokens, Scored of them scored.
+// of sequences of up to SeqLen tokens, Scored of them scored. Sequences may come in groups
+// that share a prompt (GRPO), packed once per group (Batch.AddContinuation).
 type Plan struct {
 	Config     Config
 	Budget     int64 // bytes the models may hold in all
 	SeqLen     int   // the longest sequence: prompt + completion
 	Scored     int   // scored tokens of one sequence
 	Sequences  int   // sequences of one optimizer step: a micro-batch never holds more
+	Group      int   // sequences that share one prompt (0 or 1: none share)
+	Prompt     int   // the shared prompt's tokens
 	Reference  bool  // a frozen reference model scores the same micro-batches
 	KVSlots    int   // the sampler's KV cache (0: the model does not sample) ...
 	KVCap      int   // ... of up to this many positions
@@ -110,9 +113,20 @@ type Plan struct {
 // already run at the machine's rate, so a larger micro-batch only costs memory.
 const MicroTokens = 4096
 
+// Rows is the number of tokens a micro-batch of seqs sequences packs: with shared prompts,
+// each group's prompt but its last token once, and each sequence's last prompt token and
+// completion.
+func (p Plan) Rows(seqs int) int {
+	if p.Group > 1 && p.Prompt > 1 {
+		groups := (seqs + p.Group - 1) / p.Group
+		return groups*(p.Prompt-1) + seqs*(p.SeqLen-p.Prompt+1)
+	}
+	return seqs * p.SeqLen
+}
+
 // Footprint is what the loop holds with micro-batches of seqs sequences.
 func (p Plan) Footprint(seqs int) Footprint {
-	rows, scored := seqs*p.SeqLen, seqs*p.Scored
+	rows, scored := p.Rows(seqs), seqs*p.Scored
 	prefill := min(p.Prefill, PrefillRows)
 	f := p.Config.Footprint(Use{Train: true, Rows: max(rows, prefill), Scored: scored,
 		KVSlots: p.KVSlots, KVCap: p.KVCap, SampleRows: p.SampleRows})
@@ -123,13 +137,18 @@ func (p Plan) Footprint(seqs int) Footprint {
 }
 
 // MicroBatch is the number of sequences per micro-batch: as many as fit the budget, up to
-// Sequences and up to MicroTokens tokens (at least one sequence, even over the budget: the
-// caller reports that case, fits is false).
+// Sequences and up to MicroTokens tokens, in whole groups when sequences share prompts (so a
+// prompt is packed once per step). At least one sequence, even over the budget: the caller
+// reports that case, fits is false.
 func (p Plan) MicroBatch() (seqs int, f Footprint, fits bool) {
-	limit := max(1, min(p.Sequences, MicroTokens/max(p.SeqLen, 1)))
-	seqs = 1
-	for seqs < limit && p.Footprint(seqs+1).Total() <= p.Budget {
-		seqs++
+	ok := func(n int) bool { return n <= p.Sequences && p.Rows(n) <= MicroTokens && p.Footprint(n).Total() <= p.Budget }
+	step := 1
+	if p.Group > 1 && p.Sequences >= p.Group && ok(p.Group) {
+		step = p.Group
+	}
+	seqs = step
+	for ok(seqs + step) {
+		seqs += step
 	}
 	f = p.Footprint(seqs)
 	return seqs, f, f.Total() <= p.Budget

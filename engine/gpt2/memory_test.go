@@ -59,3 +59,23 @@ func TestPlanMicroBatch(t *testing.T) {
 		t.Errorf("5 sequences in a step: micro-batches of %d", seqs)
 	}
 }
+
+// TestPlanSharedPrompts: sequences that share a prompt pack it once per group, and the
+// micro-batch holds whole groups.
+func TestPlanSharedPrompts(t *testing.T) {
+	p := Plan{Config: RookWorld124M, SeqLen: 144, Scored: 64, Sequences: 64, Group: 8, Prompt: 80, Reference: true, Budget: 1 << 40}
+	if got, want := p.Rows(16), 2*79+16*65; got != want {
+		t.Errorf("16 sequences in groups of 8: %d rows, want %d", got, want)
+	}
+	if got, want := p.Rows(9), 2*79+9*65; got != want {
+		t.Errorf("9 sequences: %d rows, want %d (two groups touched)", got, want)
+	}
+	// Groups of 8 pack 8·65 + 79 = 599 tokens: six fit MicroTokens.
+	if seqs, _, _ := p.MicroBatch(); seqs != 48 {
+		t.Errorf("micro-batches of %d sequences, want 48", seqs)
+	}
+	p.Budget = p.Footprint(8).Total() - 1 // not even one group
+	if seqs, _, fits := p.MicroBatch(); seqs != 7 || !fits {
+		t.Errorf("a budget below one group: %d sequences (fits %v), want 7", seqs, fits)
+	}
+}

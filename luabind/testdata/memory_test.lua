@@ -43,6 +43,10 @@ function T.test_plan()
 
   o.budget, o.sequences = "64GB", 8
   check.eq(rook.memory.plan(m, o).micro_batch, 8, "never more than a step's sequences")
+  o.sequences, o.group, o.prompt = 64, 8, 128
+  -- A group packs its prompt once: 127 + 8 × 73 = 711 tokens, five groups within 4096.
+  check.eq(rook.memory.plan(m, o).micro_batch, 40, "whole groups of shared prompts")
+  o.group, o.prompt = nil, nil
   o.seq_len, o.scored = 300, 300
   local c = rook.memory.plan(m, o)
   o.seq_len, o.scored = 256, 256
