@@ -268,7 +268,7 @@ func (j *decodeJob) run(w, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		n := int(j.pos[i]) + 1
 		base := int(j.slot[i]) * j.cap * j.c
-		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[base:], j.vc[base:], n, j.nh, hd, j.c, scale, j.scratch[w][:n])
+		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[base:], j.vc[base:], n, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh])
 	}
 }
 
@@ -290,7 +290,7 @@ func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, 
 func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos backend.I32, n, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap)}
+	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap * nh)}
 	c.pool.run(&c.dec, n, 1)
 	c.dec = decodeJob{}
 }

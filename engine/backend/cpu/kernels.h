@@ -21,7 +21,7 @@ void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, 
 float rk_softmax(float *out, const float *x, long n, float scale);
 
 // Decode attention of one query row (q: nh heads of hd) over n cached positions k, v (row
-// stride ld), all heads; scratch holds n floats.
+// stride ld), all heads; scratch holds nh·n floats.
 void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
                          long ld, float scale, float *scratch);
 
