@@ -141,7 +141,9 @@ func (p Plan) Footprint(seqs int) Footprint {
 // prompt is packed once per step). At least one sequence, even over the budget: the caller
 // reports that case, fits is false.
 func (p Plan) MicroBatch() (seqs int, f Footprint, fits bool) {
-	ok := func(n int) bool { return n <= p.Sequences && p.Rows(n) <= MicroTokens && p.Footprint(n).Total() <= p.Budget }
+	ok := func(n int) bool {
+		return n <= p.Sequences && p.Rows(n) <= MicroTokens && p.Footprint(n).Total() <= p.Budget
+	}
 	step := 1
 	if p.Group > 1 && p.Sequences >= p.Group && ok(p.Group) {
 		step = p.Group
