@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/rollout"
 )
 
 func TestSeriesStats(t *testing.T) {
@@ -313,5 +314,24 @@ func TestKBField(t *testing.T) {
 	}
 	if _, err := kBField(p, "VmRSS"); err == nil {
 		t.Error("a missing field: no error")
+	}
+}
+
+// TestCountGRPO: a step's work by hand, for L = C = V = 1 (a block token is 24 + 4·(pos+1)
+// FLOPs, a head row 2): one 3-token prompt, completions of 2 and 1 tokens.
+func TestCountGRPO(t *testing.T) {
+	cfg := gpt2.Config{VocabSize: 1, MaxSeqLen: 8, NumLayers: 1, NumHeads: 1, Channels: 1, LayerNormE: 1e-5}
+	b := &rollout.Batch{Prompts: [][]int32{{0, 0, 0}}, Group: 2,
+		Completions: []rollout.Completion{{Tokens: []int32{0, 0}}, {Tokens: []int32{0}}}}
+	w := countGRPO(cfg, 10, b)
+	if w.prefill != 28+32+36+2 {
+		t.Errorf("prefill %v, want 98", w.prefill)
+	}
+	// The prompt but its last token once (positions 0, 1), then rows at positions 2, 3 and 2.
+	if want := 28 + 32 + (36 + 2) + (40 + 2) + (36 + 2); w.forward != float64(want) {
+		t.Errorf("forward %v, want %d", w.forward, want)
+	}
+	if len(w.decodeFLOP) != 1 || w.decodeFLOP[0] != 40+2 || w.decodeBytes[0] != 4*10+8*4 {
+		t.Errorf("decode steps %v FLOPs, %v bytes; want one step of 42 FLOPs, 72 bytes", w.decodeFLOP, w.decodeBytes)
 	}
 }

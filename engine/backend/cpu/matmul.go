@@ -112,6 +112,14 @@ func (j *ntJob) run(_, lo, hi int) {
 // switch it to compare the two.
 var useNT = hasAVX512()
 
+// UseOpenBLAS makes MatMul run OpenBLAS even where the packing-free kernel can (benchmarks
+// compare the two), or back; it reports whether the kernel runs afterwards. Not safe while
+// a backend computes.
+func UseOpenBLAS(on bool) (kernel bool) {
+	useNT = !on && hasAVX512()
+	return useNT
+}
+
 // ntColumns is the column grain of a MatMul part: whole tiles of the kernel, and few enough
 // parts per worker that each streams a long run of weight rows.
 const ntColumns = 64
