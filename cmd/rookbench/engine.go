@@ -301,7 +301,7 @@ func genPromptTokens(vocab int) [][]int32 {
 }
 
 // engineGen is greedy KV-cache generation through the model's own calls: Prefill of the
-// unique prompts (one slot per prompt), CopySlot of each prompt's cache into its group's
+// unique prompts (one slot per prompt), ShareSlot of each prompt's cache with its group's
 // other slots, then genNew Decode steps of one token per sequence, the next token being the
 // argmax of the logits.
 type engineGen struct {
@@ -348,7 +348,9 @@ func (g *engineGen) once() (sample, error) {
 		for j := range g.group {
 			s := p*g.group + j
 			if j > 0 {
-				g.m.CopySlot(g.kv, s, p*g.group, genPromptLen)
+				if err := g.m.ShareSlot(g.kv, s, p*g.group, genPromptLen); err != nil {
+					return r, err
+				}
 			}
 			g.tokens[s] = g.first[p]
 		}

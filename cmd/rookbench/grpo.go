@@ -61,14 +61,20 @@ func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
 			w.forward += token(p-1+t) + 2*C*V
 		}
 	}
-	// Decode step s feeds token s-1 of every completion longer than s.
+	// Decode step s feeds token s-1 of every completion longer than s; it reads the cached
+	// keys and values of each prompt once (its samples share them) and of its own tokens.
 	for step := 1; step < longest; step++ {
 		var flop, kv float64
+		live := map[int]bool{}
 		for _, c := range b.Completions {
 			if len(c.Tokens) > step {
 				ctx := len(b.Prompts[c.Prompt]) + step
 				flop += token(ctx-1) + 2*C*V
-				kv += 8 * C * L * float64(ctx)
+				kv += 8 * C * L * float64(step)
+				if !live[c.Prompt] {
+					live[c.Prompt] = true
+					kv += 8 * C * L * float64(len(b.Prompts[c.Prompt]))
+				}
 			}
 		}
 		w.decodeFLOP = append(w.decodeFLOP, flop)

@@ -19,7 +19,7 @@
 //	llmc         llm.c's CPU trainer, only when LLMC_DIR names an llm.c checkout with a built
 //	             train_gpt2 (and its gpt2_124M.bin and data); rookbench never downloads or builds it
 //	gen          KV-cache generation at the rollout shapes, 8 prompts × 8 samples = 64
-//	             sequences, 80-token prompts: Prefill of the 8 prompts, CopySlot into the 64
+//	             sequences, 80-token prompts: Prefill of the 8 prompts, ShareSlot with the 64
 //	             slots, 64 Decode steps of one token per sequence, next token = argmax of the
 //	             logits; and the real rollout path at the same shapes (rollout.Sampler.Generate,
 //	             sampled at T=1, logprobs recorded, 64 new tokens = 63 decode steps)
@@ -632,7 +632,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 			genPrompts, genGroup, genPrompts*genGroup, genPromptLen, genNew)
 		seqs := genPrompts * genGroup
 		if s["gen"] {
-			add(valueRow(gr, "engine.gen_prefill", fmt.Sprintf("engine Prefill %d×%d + CopySlot to %d slots", genPrompts, genPromptLen, seqs), "ms", b.genPrefill, 0))
+			add(valueRow(gr, "engine.gen_prefill", fmt.Sprintf("engine Prefill %d×%d, shared with %d slots", genPrompts, genPromptLen, seqs), "ms", b.genPrefill, 0))
 			add(valueRow(gr, "engine.gen_decode_step", fmt.Sprintf("engine Decode step, %d tokens (+ argmax)", seqs), "ms", eStep, decodeFLOP))
 			add(valueRow(gr, "engine.gen_tokens_per_s", fmt.Sprintf("engine throughput, %d tokens incl. prefill", int(genTokens)), "tok/s", eTok, 0))
 			r := valueRow(gr, "engine.rollout_tokens_per_s", fmt.Sprintf("engine rollout.Sampler, T=1 sampled, %d new tokens each", genNew), "tok/s", b.sampler, 0)
@@ -641,18 +641,21 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 			}
 			add(r)
 			for _, d := range []struct {
-				rows int
-				key  string
-				eng  series
-			}{{seqs, "", eStep}, {genGroup, "8", b.gen8Dec.mapped(perStep)}} {
-				flopMS, byteMS := b.decodeFloors(d.rows, n, L, C, meanCtx)
+				rows, prompts int
+				key           string
+				eng           series
+			}{{seqs, genPrompts, "", eStep}, {genGroup, 1, "8", b.gen8Dec.mapped(perStep)}} {
+				// Cached positions read per step: each prompt once (its samples share it), then
+				// every row's own.
+				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
+				flopMS, byteMS := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
 				if d.key != "" {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
 				}
 				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at the pool's SGEMM rate", d.rows), "ms", flopMS, 0)
 				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth", d.rows), "ms", byteMS, 0)
-				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values", 4*float64(n)/1e6, float64(d.rows)*8*float64(L*C)*meanCtx/1e6)
+				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
 				add(br)
 				floor := flopMS
@@ -695,15 +698,15 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 }
 
 // decodeFloors are the two floors of a decode step of rows tokens: its FLOPs at the pool's
-// measured SGEMM rate, and the bytes it must read (every weight once, and each row's cached
-// keys and values) at the measured memory bandwidth, in ms.
-func (b *bench) decodeFloors(rows, n, L, C int, meanCtx float64) (flopMS, byteMS series) {
+// measured SGEMM rate, and the bytes it must read (every weight once, and the keys and values
+// of cached positions) at the measured memory bandwidth, in ms.
+func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) (flopMS, byteMS series) {
 	gemm := b.gemm.pool
 	if b.threads == 1 {
 		gemm = b.gemm.single
 	}
 	flop := float64(rows) * (2*float64(n) + 4*float64(L*C)*meanCtx)
-	bytes := 4*float64(n) + float64(rows)*8*float64(L*C)*meanCtx
+	bytes := 4*float64(n) + cached*8*float64(L*C)
 	flopMS, byteMS = skipped("needs the gemm section"), skipped("needs the gemm section")
 	if gemm.ok() {
 		flopMS = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
@@ -730,7 +733,7 @@ func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) 
 	if gemm.ok() && b.genDec.ok() {
 		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3
 		out = append(out, fmt.Sprintf("a decode step of %d tokens is %.1f GFLOP: %.0f ms at the pool's SGEMM rate; the engine's takes %.1f ms. "+
-			"Its cached keys and values are the prompt's 8 times over (one copy per sample): the bytes floor counts them as read",
+			"The samples of a prompt share its cached keys and values (one copy per prompt); the torch peers keep a copy per sample",
 			genPrompts*genGroup, decodeFLOP/1e9, floor, b.genDec.median()/genNew))
 	}
 	if b.engFwd.ok() {

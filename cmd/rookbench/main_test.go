@@ -331,7 +331,8 @@ func TestCountGRPO(t *testing.T) {
 	if want := 28 + 32 + (36 + 2) + (40 + 2) + (36 + 2); w.forward != float64(want) {
 		t.Errorf("forward %v, want %d", w.forward, want)
 	}
-	if len(w.decodeFLOP) != 1 || w.decodeFLOP[0] != 40+2 || w.decodeBytes[0] != 4*10+8*4 {
+	// The step reads the prompt's 3 cached positions once and the completion's own 1.
+	if len(w.decodeFLOP) != 1 || w.decodeFLOP[0] != 40+2 || w.decodeBytes[0] != 4*10+8*(3+1) {
 		t.Errorf("decode steps %v FLOPs, %v bytes; want one step of 42 FLOPs, 72 bytes", w.decodeFLOP, w.decodeBytes)
 	}
 }

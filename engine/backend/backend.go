@@ -38,6 +38,10 @@ func (p Pack) Rows() int {
 type KV struct {
 	K, V Buf
 	Cap  int
+	// Shared (2 per slot): slot s reads its positions below Shared[2s+1] from slot
+	// Shared[2s] — a prompt cached once for a group of samples — and the rest from its own;
+	// 0 positions when it shares nothing. Nil: no slot shares.
+	Shared I32
 }
 
 // AdamW holds the hyper-parameters of one AdamW update (decoupled weight decay, bias
@@ -113,7 +117,8 @@ type Backend interface {
 	// KVWrite stores the k and v parts of qkv rows into cache slot slot[i] at position pos[i].
 	KVWrite(kv KV, qkv Buf, slot, pos I32, n, c int)
 	// AttentionDecode: row i attends with its q (from qkv) over positions 0..pos[i] of
-	// slot[i] in the cache (which already holds its own k, v).
+	// slot[i] in the cache (which already holds its own k, v) — the first of them from the
+	// slot it shares a prefix with (KV.Shared), if it does.
 	AttentionDecode(out, qkv Buf, kv KV, slot, pos I32, n, nh, c int)
 
 	// AdamW updates p in place from gradient g and moments m, v.

@@ -6,10 +6,14 @@ import (
 	"github.com/rookscript/rookscript/engine/backend"
 )
 
-// KVCache holds every layer's keys and values for Slots sequences of up to Cap positions.
+// KVCache holds every layer's keys and values for Slots sequences of up to Cap positions. A
+// slot may share its first positions with another slot (ShareSlot): the samples of one prompt
+// then read the prompt's keys and values from one place.
 type KVCache struct {
 	Slots, Cap int
 	layers     []backend.KV
+	shared     backend.I32 // (2·Slots) on the device: source slot and length of each slot's shared prefix
+	hostShared []int32
 }
 
 // NewKVCache allocates a cache for slots sequences of up to capacity tokens each.
@@ -20,21 +24,64 @@ func (m *Model) NewKVCache(slots, capacity int) (*KVCache, error) {
 	if capacity > m.Config.MaxSeqLen {
 		return nil, fmt.Errorf("gpt2: KV cache capacity %d exceeds the model's context of %d", capacity, m.Config.MaxSeqLen)
 	}
-	kv := &KVCache{Slots: slots, Cap: capacity}
+	kv := &KVCache{Slots: slots, Cap: capacity, shared: m.B.AllocI32(2 * slots), hostShared: make([]int32, 2*slots)}
 	size := slots * capacity * m.Config.Channels
 	for range m.Config.NumLayers {
-		kv.layers = append(kv.layers, backend.KV{K: m.B.Alloc(size), V: m.B.Alloc(size), Cap: capacity})
+		kv.layers = append(kv.layers, backend.KV{K: m.B.Alloc(size), V: m.B.Alloc(size), Cap: capacity, Shared: kv.shared})
 	}
 	return kv, nil
 }
 
-// CopySlot copies positions [0, n) of slot src into slot dst in every layer, so a group of
-// completions can share one prefill of their common prompt.
+// ShareSlot makes slot dst read positions [0, n) from slot src instead of holding a copy:
+// the samples of one prompt share its prefill, and each decode step reads the prompt's keys
+// and values once for all of them rather than once per sample. dst's own positions start at
+// n. It lasts until dst is prefilled or shared again; src's positions [0, n) must not be
+// rewritten meanwhile (a sample continuing in src writes from n on).
+func (m *Model) ShareSlot(kv *KVCache, dst, src, n int) error {
+	switch {
+	case dst < 0 || dst >= kv.Slots || src < 0 || src >= kv.Slots:
+		return fmt.Errorf("gpt2: ShareSlot of slot %d from slot %d: the cache has %d slots", dst, src, kv.Slots)
+	case n < 0 || n > kv.Cap:
+		return fmt.Errorf("gpt2: ShareSlot of %d positions: the cache holds %d", n, kv.Cap)
+	case dst != src && kv.hostShared[2*src+1] > 0:
+		return fmt.Errorf("gpt2: slot %d shares its prefix with slot %d: share from that slot", src, kv.hostShared[2*src])
+	}
+	if dst == src {
+		n = 0
+	}
+	kv.hostShared[2*dst], kv.hostShared[2*dst+1] = int32(src), int32(n)
+	m.B.UploadI32(kv.shared, kv.hostShared)
+	return nil
+}
+
+// unshare makes slots hold all their positions themselves again (before a Prefill writes them).
+func (m *Model) unshare(kv *KVCache, slots []int32) {
+	changed := false
+	for _, s := range slots {
+		if kv.hostShared[2*s+1] != 0 {
+			kv.hostShared[2*s+1], changed = 0, true
+		}
+	}
+	if changed {
+		m.B.UploadI32(kv.shared, kv.hostShared)
+	}
+}
+
+// CopySlot copies positions [0, n) of slot src into slot dst in every layer (ShareSlot
+// shares them instead, without the copy); dst then holds all its positions itself.
 func (m *Model) CopySlot(kv *KVCache, dst, src, n int) {
 	c := m.Config.Channels
+	m.unshare(kv, []int32{int32(dst)})
+	// Positions src itself reads from another slot come from there.
+	from, shared := int(kv.hostShared[2*src]), min(n, int(kv.hostShared[2*src+1]))
 	for _, l := range kv.layers {
-		m.B.Copy(l.K.Slice(dst*kv.Cap*c, n*c), l.K.Slice(src*kv.Cap*c, n*c))
-		m.B.Copy(l.V.Slice(dst*kv.Cap*c, n*c), l.V.Slice(src*kv.Cap*c, n*c))
+		for _, part := range [][3]int{{from, 0, shared}, {src, shared, n}} {
+			s, lo, hi := part[0], part[1], part[2]
+			if hi > lo {
+				m.B.Copy(l.K.Slice((dst*kv.Cap+lo)*c, (hi-lo)*c), l.K.Slice((s*kv.Cap+lo)*c, (hi-lo)*c))
+				m.B.Copy(l.V.Slice((dst*kv.Cap+lo)*c, (hi-lo)*c), l.V.Slice((s*kv.Cap+lo)*c, (hi-lo)*c))
+			}
+		}
 	}
 }
 
@@ -82,6 +129,7 @@ func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32, temperature float3
 			return Dist{}, fmt.Errorf("gpt2: sequence %d has %d tokens, more than the cache capacity %d", i, l, kv.Cap)
 		}
 	}
+	m.unshare(kv, slots)
 	r, c := len(b.Lens), m.Config.Channels
 	limit := PrefillRows
 	if m.act != nil {
@@ -143,6 +191,9 @@ func (m *Model) Decode(kv *KVCache, tokens, slots, pos []int32, temperature floa
 		}
 		if p := pos[i]; p < 0 || int(p) >= kv.Cap {
 			return Dist{}, fmt.Errorf("gpt2: position %d outside the cache capacity %d", p, kv.Cap)
+		}
+		if s := slots[i]; pos[i] < kv.hostShared[2*s+1] {
+			return Dist{}, fmt.Errorf("gpt2: position %d of slot %d is in the %d positions it shares with slot %d", pos[i], s, kv.hostShared[2*s+1], kv.hostShared[2*s])
 		}
 	}
 	a := m.ensureActs(n, 0, false)

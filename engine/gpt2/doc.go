@@ -75,7 +75,9 @@
 //
 // Prefill runs prompts through the trunk, writing every layer's k and v into a KVCache slot,
 // and returns the next-token distribution after each prompt; Decode feeds one token per row
-// at its slot's next position, attending over the slot's cached positions. Both compute
+// at its slot's next position, attending over the slot's cached positions. ShareSlot lets the
+// samples of one prompt read the prompt's keys and values from the slot it was prefilled in,
+// so a decode step reads them once per prompt rather than once per sample. Both compute
 // exactly the training forward's function, so the log-probabilities a sampler records equal
 // the training forward's (DESIGN §6.2).
 //

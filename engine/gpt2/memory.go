@@ -50,7 +50,8 @@ func (c Config) Footprint(u Use) Footprint {
 		f.Head = f32 * (r*int64(scoredFloats(c)) + int64(min(int(r), headRowsFor(c.VocabSize))*c.VocabSize))
 	}
 	if u.KVSlots > 0 {
-		f.KVCache = f32 * 2 * int64(c.NumLayers) * int64(u.KVSlots) * int64(u.KVCap) * int64(c.Channels)
+		// Keys and values of every layer, and each slot's shared-prefix entry (two int32).
+		f.KVCache = f32*2*int64(c.NumLayers)*int64(u.KVSlots)*int64(u.KVCap)*int64(c.Channels) + 4*2*int64(u.KVSlots)
 	}
 	if u.SampleRows > 0 {
 		f.Sampling = f32 * int64(u.SampleRows) * int64(2*c.VocabSize+c.Channels+1)

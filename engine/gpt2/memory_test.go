@@ -11,7 +11,7 @@ func TestFootprintParts(t *testing.T) {
 	if f.Weights != 4*params || f.Grads != 4*params || f.Moments != 8*params {
 		t.Errorf("weights %d, grads %d, moments %d; want %d, %d, %d", f.Weights, f.Grads, f.Moments, 4*params, 4*params, 8*params)
 	}
-	if want := int64(4 * 2 * 12 * 64 * 144 * 768); f.KVCache != want {
+	if want := int64(4*2*12*64*144*768 + 8*64); f.KVCache != want {
 		t.Errorf("KV cache %d, want %d", f.KVCache, want)
 	}
 	if want := int64(4 * 64 * (2*50257 + 768 + 1)); f.Sampling != want {

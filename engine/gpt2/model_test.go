@@ -243,8 +243,15 @@ func TestPackingInvariance(t *testing.T) {
 
 // TestDecodeMatchesForward: KV-cache prefill + incremental decode produce, position by
 // position, the logits of the full forward, for several sequences of different lengths
-// decoded together in one batch (one of them sharing a copied prefill).
+// decoded together in one batch, one of them also continuing in a second slot from a copy of
+// its prefill — or from its prefill shared (ShareSlot).
 func TestDecodeMatchesForward(t *testing.T) {
+	for _, share := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copied prefill", true: "shared prefill"}[share], func(t *testing.T) { decodeMatchesForward(t, share) })
+	}
+}
+
+func decodeMatchesForward(t *testing.T, share bool) {
 	m := newTestModel(t, testConfig, 7)
 	r := rand.New(rand.NewPCG(8, 9))
 	seqs := [][]int32{randSeq(r, 12, 23), randSeq(r, 7, 23), randSeq(r, 15, 23)}
@@ -289,8 +296,17 @@ func TestDecodeMatchesForward(t *testing.T) {
 	for i := range seqs {
 		check(i, prompt[i]-1, d.Logits[i*v:(i+1)*v])
 	}
-	// Sequence 0 also continues in slot 1 from a copy of its prefill.
-	m.CopySlot(kv, 1, 2, prompt[0])
+	// Sequence 0 also continues in slot 1 from a copy of its prefill, or sharing it.
+	if share {
+		if err := m.ShareSlot(kv, 1, 2, prompt[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Decode(kv, []int32{1}, []int32{1}, []int32{int32(prompt[0] - 1)}, 1); err == nil {
+			t.Fatal("Decode into a shared position: no error")
+		}
+	} else {
+		m.CopySlot(kv, 1, 2, prompt[0])
+	}
 	pos := append([]int(nil), prompt...)
 	for {
 		var tok, sl, ps []int32

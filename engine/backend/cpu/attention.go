@@ -258,6 +258,7 @@ func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend
 type decodeJob struct {
 	out, qkv, kc, vc []float32
 	slot, pos        []int32
+	shared           []int32 // KV.Shared, nil when no slot shares
 	nh, c, cap       int
 	scratch          [][]float32
 }
@@ -266,9 +267,15 @@ func (j *decodeJob) run(w, lo, hi int) {
 	hd := j.c / j.nh
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for i := lo; i < hi; i++ {
-		n := int(j.pos[i]) + 1
-		base := int(j.slot[i]) * j.cap * j.c
-		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[base:], j.vc[base:], n, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh])
+		n, s := int(j.pos[i])+1, int(j.slot[i])
+		src, n1 := s, 0
+		if j.shared != nil {
+			src, n1 = int(j.shared[2*s]), int(j.shared[2*s+1])
+		}
+		n1 = min(n1, n)
+		base, sbase := s*j.cap*j.c, src*j.cap*j.c
+		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
+			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh])
 	}
 }
 
@@ -291,6 +298,9 @@ func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos bac
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap * nh)}
+	if kv.Shared.M != nil {
+		c.dec.shared = kv.Shared.Ints()
+	}
 	c.pool.run(&c.dec, n, 1)
 	c.dec = decodeJob{}
 }

@@ -374,11 +374,15 @@ static void axpy(float *y, float a, const float *x, long n) {
 
 // Position by position, every head at once: each cached key and value row is read once, in
 // address order (a head's slice of each row, one row after another, would stride through
-// memory nh times over). scratch holds nh·n scores.
-void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
-                         long ld, float scale, float *scratch) {
-	for (long j = 0; j < n; j++)
-		for (long h = 0; h < nh; h++) scratch[h * n + j] = scale * dot(q + h * hd, k + j * ld + h * hd, hd);
+// memory nh times over). Positions j < n1 come from k1, v1 (a prefix shared with other rows),
+// the rest from k2, v2. scratch holds nh·n scores.
+void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch) {
+	long n = n1 + n2;
+	for (long j = 0; j < n; j++) {
+		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
+		for (long h = 0; h < nh; h++) scratch[h * n + j] = scale * dot(q + h * hd, k + h * hd, hd);
+	}
 	for (long h = 0; h < nh; h++) {
 		float *s = scratch + h * n;
 		float m = -INFINITY;
@@ -392,6 +396,8 @@ void rk_attention_decode(float *out, const float *q, const float *k, const float
 		for (long j = 0; j < n; j++) s[j] *= inv;
 	}
 	memset(out, 0, nh * hd * sizeof(float));
-	for (long j = 0; j < n; j++)
-		for (long h = 0; h < nh; h++) axpy(out + h * hd, scratch[h * n + j], v + j * ld + h * hd, hd);
+	for (long j = 0; j < n; j++) {
+		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
+		for (long h = 0; h < nh; h++) axpy(out + h * hd, scratch[h * n + j], v + h * hd, hd);
+	}
 }

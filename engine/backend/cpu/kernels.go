@@ -41,9 +41,10 @@ func cSoftmax(out, x []float32, scale float32) float32 {
 	return float32(C.rk_softmax(fptr(out), fptr(x), C.long(len(x)), C.float(scale)))
 }
 
-func cAttentionDecode(out, q, k, v []float32, n, nh, hd, ld int, scale float32, scratch []float32) {
-	C.rk_attention_decode(fptr(out), fptr(q), fptr(k), fptr(v), C.long(n), C.long(nh), C.long(hd), C.long(ld),
-		C.float(scale), fptr(scratch))
+// cAttentionDecode attends over n1 positions at k1, v1 then n2 at k2, v2 (row stride ld).
+func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch []float32) {
+	C.rk_attention_decode(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
+		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
 }
 
 // cGemmNT computes out[i][j] (+)= a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c); ref

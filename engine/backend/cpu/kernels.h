@@ -20,10 +20,11 @@ void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, 
 // out = softmax(x·scale), returning log Σ e^{x·scale} (the row's log-sum-exp).
 float rk_softmax(float *out, const float *x, long n, float scale);
 
-// Decode attention of one query row (q: nh heads of hd) over n cached positions k, v (row
-// stride ld), all heads; scratch holds nh·n floats.
-void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
-                         long ld, float scale, float *scratch);
+// Decode attention of one query row (q: nh heads of hd) over n1 cached positions at k1, v1
+// (a shared prefix), then n2 at k2, v2 (row stride ld), all heads; scratch holds
+// nh·(n1 + n2) floats.
+void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
 
 // out[i][j] = Σ_k a[i][k]·w[j][k] (added to out when acc is set) for rows i < m and columns
 // j0 <= j < j1; row strides lda, ldw, ldo (gemm_small.c). rk_gemm_nt needs AVX-512

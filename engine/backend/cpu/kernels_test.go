@@ -365,6 +365,46 @@ func TestAttentionDecodeMatchesPacked(t *testing.T) {
 	}
 }
 
+// TestAttentionDecodeSharedPrefix: two samples of one prompt, the prompt's keys and values
+// cached once in slot 2 and shared by slot 0: decoding each sample's tokens gives the packed
+// attention over prompt + sample.
+func TestAttentionDecodeSharedPrefix(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(23, 24))
+	const nh, ch, capacity, pl = 2, 16, 12, 5
+	prompt := randVec(r, pl*3*ch, 1)
+	samples := [][]float32{randVec(r, 4*3*ch, 1), randVec(r, 6*3*ch, 1)}
+	slots := []int32{2, 0} // sample 0 continues in the prompt's own slot, sample 1 in slot 0
+	kv := backend.KV{K: c.Alloc(3 * capacity * ch), V: c.Alloc(3 * capacity * ch), Cap: capacity, Shared: c.AllocI32(6)}
+	kv.Shared.Ints()[0], kv.Shared.Ints()[1] = 2, pl // slot 0 reads positions < 5 from slot 2
+	pos := make([]int32, pl)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	two := make([]int32, pl)
+	for i := range two {
+		two[i] = 2
+	}
+	c.KVWrite(kv, buf(c, prompt), ibuf(c, two), ibuf(c, pos), pl, ch)
+	for i, smp := range samples {
+		rows := len(smp) / (3 * ch)
+		full := append(append([]float32{}, prompt...), smp...)
+		want := c.Alloc((pl + rows) * ch)
+		c.Attention(want, c.Alloc((pl+rows)*nh), buf(c, full), backend.Pack{Start: []int32{0}, Len: []int32{int32(pl + rows)}}, nh, ch)
+		for k := range rows {
+			q := buf(c, smp[k*3*ch:(k+1)*3*ch])
+			sl, ps := ibuf(c, []int32{slots[i]}), ibuf(c, []int32{int32(pl + k)})
+			c.KVWrite(kv, q, sl, ps, 1, ch)
+			got := c.Alloc(ch)
+			c.AttentionDecode(got, q, kv, sl, ps, 1, nh, ch)
+			for e := range ch {
+				if d := math.Abs(float64(got.F32()[e] - want.F32()[(pl+k)*ch+e])); d > 1e-6 {
+					t.Fatalf("sample %d token %d: decode %g, packed %g", i, k, got.F32()[e], want.F32()[(pl+k)*ch+e])
+				}
+			}
+		}
+	}
+}
+
 func TestGELU(t *testing.T) {
 	c, r := New(2), rand.New(rand.NewPCG(11, 12))
 	const n = 70001 // several elementwise chunks plus a ragged tail

@@ -200,9 +200,12 @@ extern "C" __global__ void rkcu_kv_write(float* kc, float* vc, const float* qkv,
 }
 
 // Decode: row i attends with its q over positions 0..pos[i] of slot slot[i] (which already
-// holds its own k, v). Shared per warp: hd + cap floats.
+// holds its own k, v); when shared is not null, a slot s reads its positions below
+// shared[2s+1] from slot shared[2s] (a prompt cached once for several samples). Shared per
+// warp: hd + cap floats.
 extern "C" __global__ void rkcu_attention_decode(float* out, const float* qkv, const float* kc, const float* vc,
-                                                 const int* slot, const int* pos, int n, int nh, int c, int cap, int slots) {
+                                                 const int* shared, const int* slot, const int* pos, int n, int nh, int c,
+                                                 int cap, int slots) {
 	int lane = rkcu_lane(), hd = c / nh;
 	float scale = 1.0f / sqrtf((float)hd);
 	float* q = dynamic_smem<float>() + (long long)rkcu_warp() * (hd + cap);
@@ -214,8 +217,16 @@ extern "C" __global__ void rkcu_attention_decode(float* out, const float* qkv, c
 		const float* qrow = qkv + (long long)row * 3 * c + h * hd;
 		for (int e = lane; e < hd; e += 32) q[e] = qrow[e];
 		__syncwarp();
-		long long base = (long long)sl * cap * c + h * hd;
-		rkcu_attend(out + (long long)row * c + h * hd, q, s, kc, vc, 0, kc + base, vc + base, ps + 1, c, hd, scale);
+		int src = sl, n1 = 0;
+		if (shared) {
+			src = shared[2 * sl];
+			n1 = shared[2 * sl + 1];
+			if (src < 0 || src >= slots || n1 < 0) src = sl, n1 = 0;
+			if (n1 > ps + 1) n1 = ps + 1;
+		}
+		long long b1 = (long long)src * cap * c + h * hd, b2 = ((long long)sl * cap + n1) * c + h * hd;
+		rkcu_attend(out + (long long)row * c + h * hd, q, s, kc + b1, vc + b1, n1, kc + b2, vc + b2, ps + 1 - n1, c, hd,
+		            scale);
 		__syncwarp(); // the next item overwrites q and s
 	}
 }

@@ -43,7 +43,7 @@ var (
 	AttentionBackwardDQ = Kernel{"rkcu_attention_backward_dq", "FFFFFFIiiii"}
 	AttentionBackwardKV = Kernel{"rkcu_attention_backward_dkv", "FFFFFIiiii"}
 	KVWrite             = Kernel{"rkcu_kv_write", "FFFIIiiii"}
-	AttentionDecode     = Kernel{"rkcu_attention_decode", "FFFFIIiiiii"}
+	AttentionDecode     = Kernel{"rkcu_attention_decode", "FFFFIIIiiiii"}
 	LogProbsForward     = Kernel{"rkcu_logprobs_forward", "FFFFIiif"}
 	LogProbsBackward    = Kernel{"rkcu_logprobs_backward", "FFFFFIiif"}
 	Softmax             = Kernel{"rkcu_softmax", "FFFiif"}

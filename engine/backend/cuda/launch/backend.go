@@ -96,12 +96,17 @@ func argF(x backend.Buf) Arg {
 	return Arg{uint64(addrF(x)), 'F'}
 }
 
-func argI(x backend.I32) Arg { return Arg{uint64(addrI(x)), 'I'} }
-func argD(p uintptr) Arg     { return Arg{uint64(p), 'D'} }
-func argPF(p uintptr) Arg    { return Arg{uint64(p), 'F'} }
-func argPI(p uintptr) Arg    { return Arg{uint64(p), 'I'} }
-func argL(v int) Arg         { return Arg{uint64(int64(v)), 'l'} }
-func argF32(v float32) Arg   { return Arg{uint64(math.Float32bits(v)), 'f'} }
+func argI(x backend.I32) Arg {
+	if x.M == nil {
+		return Arg{0, 'I'}
+	}
+	return Arg{uint64(addrI(x)), 'I'}
+}
+func argD(p uintptr) Arg   { return Arg{uint64(p), 'D'} }
+func argPF(p uintptr) Arg  { return Arg{uint64(p), 'F'} }
+func argPI(p uintptr) Arg  { return Arg{uint64(p), 'I'} }
+func argL(v int) Arg       { return Arg{uint64(int64(v)), 'l'} }
+func argF32(v float32) Arg { return Arg{uint64(math.Float32bits(v)), 'f'} }
 func argInt(v int) Arg {
 	if v < math.MinInt32 || v > math.MaxInt32 {
 		panic(fmt.Sprintf("cuda: kernel argument %d does not fit in an int", v))
@@ -557,6 +562,9 @@ func (b *Backend) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos
 	need("AttentionDecode qkv", qkv, n*3*c)
 	needI("AttentionDecode slot", slot, n)
 	needI("AttentionDecode pos", pos, n)
+	if kv.Shared.M != nil {
+		needI("AttentionDecode KV.Shared", kv.Shared, 2*slots)
+	}
 	if n == 0 {
 		return
 	}
@@ -565,7 +573,7 @@ func (b *Backend) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos
 	per := hd + kv.Cap
 	blocks, warps := b.warpGrid("AttentionDecode", n*nh, per)
 	b.launch(kernels.AttentionDecode, D1(blocks), D1(32*warps), 4*warps*per,
-		argF(out), argF(qkv), argF(kv.K), argF(kv.V), argI(slot), argI(pos),
+		argF(out), argF(qkv), argF(kv.K), argF(kv.V), argI(kv.Shared), argI(slot), argI(pos),
 		argInt(n), argInt(nh), argInt(c), argInt(kv.Cap), argInt(slots))
 }
 
