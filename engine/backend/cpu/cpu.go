@@ -25,13 +25,15 @@ type CPU struct {
 	rows  rowsJob
 	bgrad biasGradJob
 	gm    gemmJob
-	nt    ntJob
+	ntj   ntJob
+	tr    transposeJob
 	sm    softmaxJob
 
 	partials []float64 // per-chunk reduction results
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db
 	lpSums   []float64 // LogProbs per-row sums
 	fam      []int32   // attention's families of sequences
+	gemmScr  []float32 // a transposed weight block for dx = dy·w
 	scratch  [][]float32
 }
 
@@ -105,6 +107,14 @@ func (c *CPU) scratchFor(n int) [][]float32 {
 		c.scratch[w] = c.scratch[w][:n]
 	}
 	return c.scratch
+}
+
+// gemmScratch returns MatMulBackward's scratch of n floats.
+func (c *CPU) gemmScratch(n int) []float32 {
+	if cap(c.gemmScr) < n {
+		c.gemmScr = make([]float32, n)
+	}
+	return c.gemmScr[:n]
 }
 
 // growZero returns (*s)[:n] zeroed, growing *s if needed.

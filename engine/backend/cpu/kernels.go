@@ -60,6 +60,15 @@ func cGemmNT(out, a, w []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool
 	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
 }
 
+// cTranspose writes the transpose of the rows × cols block of src (row stride lds) into dst
+// (row stride ldd).
+func cTranspose(dst, src []float32, rows, cols, lds, ldd int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	C.rk_transpose(fptr(dst), fptr(src), C.long(rows), C.long(cols), C.long(lds), C.long(ldd))
+}
+
 func cBool(b bool) C.int {
 	if b {
 		return 1

@@ -34,6 +34,8 @@ void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, lon
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
                     long ldo, int acc);
 int rk_has_avx512(void);
+// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols.
+void rk_transpose(float *dst, const float *src, long rows, long cols, long lds, long ldd);
 
 // rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
 // (tests use it to check that both agree bit for bit).
