@@ -104,39 +104,34 @@ func gemmRate(be backend.Backend, warmup, runs int, label string) series {
 // gemmResults are the ways the CPU backend can run the ceiling GEMM, and the memory
 // bandwidth the small-batch floors use.
 type gemmResults struct {
-	single, pool, blasSingle, blasThreads series
-	bandwidth                             series // GB/s read by the pool's threads
+	single, pool, blasThreads series
+	bandwidth                 series // GB/s read by the pool's threads
 }
 
 // measureGEMM times the ceiling GEMM through MatMul on one worker and on the backend's pool of
-// threads workers (the product cut into one part per worker, as every engine GEMM runs) —
-// the packing-free kernel where the processor has AVX-512 — and, for reference, OpenBLAS on
-// one thread and on its own threads; then the memory read bandwidth.
+// threads workers (the product cut into one part per worker, as every engine GEMM runs), and,
+// for reference, as one OpenBLAS call on its own threads; then the memory read bandwidth.
 func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 	var g gemmResults
 	one, err := device.Open("cpu", device.Options{Threads: 1})
 	if err != nil {
 		return g, err
 	}
-	g.single = gemmRate(one, warmup, runs, "MatMul, 1 thread")
+	g.single = gemmRate(one, warmup, runs, "SGEMM, 1 thread")
 	g.bandwidth = measureBandwidth(threads, runs)
-	defer cpu.UseOpenBLAS(false)
-	cpu.UseOpenBLAS(true)
-	g.blasSingle = gemmRate(one, warmup, runs, "OpenBLAS, 1 thread")
 	if threads == 1 {
 		g.pool = skipped("-threads 1: the pool is the single thread above")
 		g.blasThreads = skipped("-threads 1")
 		return g, nil
 	}
-	cpu.SetBLASThreads(threads)
-	g.blasThreads = gemmRate(one, warmup, runs, fmt.Sprintf("OpenBLAS, its own %d threads", threads))
-	cpu.SetBLASThreads(1) // as every CPU backend wants it
-	cpu.UseOpenBLAS(false)
 	pool, err := device.Open("cpu", device.Options{Threads: threads})
 	if err != nil {
 		return g, err
 	}
-	g.pool = gemmRate(pool, warmup, runs, fmt.Sprintf("MatMul, pool of %d", threads))
+	g.pool = gemmRate(pool, warmup, runs, fmt.Sprintf("SGEMM, pool of %d", threads))
+	cpu.SetBLASThreads(threads)
+	g.blasThreads = gemmRate(one, warmup, runs, fmt.Sprintf("SGEMM, OpenBLAS %d threads", threads))
+	cpu.SetBLASThreads(1) // as every CPU backend wants it
 	return g, nil
 }
 

@@ -569,14 +569,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	s := b.sel
 	if s["gemm"] {
 		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling), and the memory bandwidth"
-		kernel := "the packing-free AVX-512 kernel"
-		if !cpu.UseOpenBLAS(false) {
-			kernel = "OpenBLAS (no AVX-512 here)"
-		}
-		add(valueRow(gr, "gemm.single", "1 thread: MatMul on one worker, "+kernel, "GFLOP/s", b.gemm.single, 0))
-		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers: the ceiling the floors below use", b.threads), "GFLOP/s", b.gemm.pool, 0))
-		add(valueRow(gr, "gemm.openblas_single", "1 thread: OpenBLAS sgemm, which packs both operands (reference)", "GFLOP/s", b.gemm.blasSingle, 0))
-		add(valueRow(gr, "gemm.openblas_threads", fmt.Sprintf("one OpenBLAS call on its own %d threads (reference)", b.threads), "GFLOP/s", b.gemm.blasThreads, 0))
+		add(valueRow(gr, "gemm.single", "1 thread: one single-threaded OpenBLAS call", "GFLOP/s", b.gemm.single, 0))
+		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers, OpenBLAS single-threaded in each: the floors' rate", b.threads), "GFLOP/s", b.gemm.pool, 0))
+		add(valueRow(gr, "gemm.openblas_threads", fmt.Sprintf("one call on OpenBLAS's own %d threads (reference)", b.threads), "GFLOP/s", b.gemm.blasThreads, 0))
 		add(valueRow(gr, "mem.bandwidth", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB", b.threads), "GB/s", b.gemm.bandwidth, 0))
 	}
 	if s["engine"] || s["torch"] || s["untuned"] {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -89,7 +91,7 @@ func TestMatMulKernelsAgree(t *testing.T) {
 	}
 	defer func() { useNT = true }()
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, s := range []struct{ n, ch, oc int }{{5, 9, 7}, {64, 768, 2304}, {131, 67, 1030}, {37, 40, 2*dxBlock + 77}} {
+	for _, s := range []struct{ n, ch, oc int }{{5, 9, 7}, {64, 768, 2304}, {ntMaxRows, 67, 1030}, {37, 40, 2*dxBlock + 77}} {
 		inp, w, b, dout := randVec(r, s.n*s.ch, 1), randVec(r, s.oc*s.ch, 1), randVec(r, s.oc, 1), randVec(r, s.n*s.oc, 1)
 		var first, firstDx []float32
 		for _, threads := range []int{1, 2, 3} {
@@ -160,4 +162,16 @@ func firstDiff(a, b []float32) int {
 		}
 	}
 	return -1
+}
+
+// TestBLASKernelsForTheProcessor: once a backend exists, OpenBLAS runs kernels for the
+// processor's vector width, not the SSE3 ones it falls back to for a model it does not know.
+func TestBLASKernelsForTheProcessor(t *testing.T) {
+	New(1)
+	if os.Getenv("OPENBLAS_CORETYPE") != "" {
+		t.Skip("OPENBLAS_CORETYPE chooses the kernels")
+	}
+	if core := blasCoreName(); hasAVX2() && strings.EqualFold(core, "prescott") {
+		t.Fatalf("OpenBLAS runs its %s kernels on a processor with AVX2", core)
+	}
 }

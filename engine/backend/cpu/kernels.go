@@ -7,7 +7,10 @@ package cpu
 */
 import "C"
 
-import "unsafe"
+import (
+	"sync"
+	"unsafe"
+)
 
 func fptr(x []float32) *C.float { return (*C.float)(unsafe.Pointer(unsafe.SliceData(x))) }
 
@@ -75,6 +78,13 @@ func cBool(b bool) C.int {
 	}
 	return 0
 }
+
+// blasCore runs fixBLASCore once, before the first backend (and so the first BLAS call).
+var blasCore sync.Once
+
+// fixBLASCore makes OpenBLAS use its kernels for the processor's family where it fell back to
+// its slowest ones for a processor newer than itself (blas_core.c).
+func fixBLASCore() { C.rk_blas_fix_core() }
 
 // hasAVX512 reports whether the small-row GEMM kernel can run.
 func hasAVX512() bool { return C.rk_has_avx512() != 0 }

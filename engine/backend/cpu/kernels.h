@@ -34,6 +34,9 @@ void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, lon
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
                     long ldo, int acc);
 int rk_has_avx512(void);
+// Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
+// Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.
+const char *rk_blas_fix_core(void);
 // dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols.
 void rk_transpose(float *dst, const float *src, long rows, long cols, long lds, long ldd);
 

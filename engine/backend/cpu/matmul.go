@@ -150,17 +150,18 @@ func (c *CPU) transpose(dst, src []float32, rows, cols, lds, ldd int) {
 // after block, so the scratch stays small even for the tied embedding (V rows).
 const dxBlock = 1024
 
-// useNT says whether MatMul runs gemm_small.c's kernel (AVX-512) rather than OpenBLAS; tests
-// switch it to compare the two.
+// useNT says whether MatMul may run gemm_small.c's kernel (AVX-512) rather than OpenBLAS;
+// tests switch it to compare the two.
 var useNT = hasAVX512()
 
-// UseOpenBLAS makes MatMul run OpenBLAS even where the packing-free kernel can (benchmarks
-// compare the two), or back; it reports whether the kernel runs afterwards. Not safe while
-// a backend computes.
-func UseOpenBLAS(on bool) (kernel bool) {
-	useNT = !on && hasAVX512()
-	return useNT
-}
+// ntMaxRows is the most rows for which MatMul (and the input gradient of MatMulBackward) take
+// the packing-free kernel: a decode step's products. Above it OpenBLAS's packed panels pay
+// for their copy and its kernels run faster (on this project's AVX-512 machine, per core:
+// 115 against 105 GFLOP/s at 64 rows, 115 against 150 at 768).
+const ntMaxRows = 96
+
+// ntFor says whether a product of n rows runs the packing-free kernel.
+func ntFor(n int) bool { return useNT && n <= ntMaxRows }
 
 // ntColumns is the column grain of a MatMul part: whole tiles of the kernel, and few enough
 // parts per worker that each streams a long run of weight rows.
@@ -177,7 +178,7 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 		c.bias = biasJob{}
 		beta = 1
 	}
-	if useNT {
+	if ntFor(n) {
 		c.nt(o, inp.F32(), w.F32(), n, oc, ch, ch, ch, oc, beta == 1)
 		return
 	}
@@ -190,7 +191,7 @@ func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, o
 	d := dout.F32()[:n*oc]
 	switch {
 	case dinp.Nil():
-	case useNT:
+	case ntFor(n):
 		// dx[i][j] = Σ_o dy[i][o]·w[o][j]: with w's block transposed, a product of rows.
 		kb := min(dxBlock, oc)
 		wt := c.gemmScratch(ch * kb)
