@@ -43,6 +43,7 @@ func (e *Env) loader(L *lua.LState) int {
 	reward := L.NewTable()
 	L.SetFuncs(reward, map[string]lua.LGFunction{"fn": luaRewardFn})
 	mod.RawSetString("reward", reward)
+	mod.RawSetString("memory", memoryModule(L))
 	e.registerTypes(L)
 	e.registerChess(L, mod, reward)
 	L.Push(mod)

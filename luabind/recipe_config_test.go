@@ -46,7 +46,7 @@ func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 		{"stockfish_workers=0", "rook.check: rook.stockfish: stockfish_workers must be ≥ 1, got 0", false},
 		{"malformed=20", "rook.check: rook.reward.chess: malformed must be in [-10, 10], got 20", false},
 		{"malformed_floor=nan", `override malformed_floor=nan: want a finite number, got "nan"`, false},
-		{"micro_batch=0", "micro_batch must be an integer ≥ 1, got 0", false},
+		{"micro_batch=-1", "micro_batch must be an integer ≥ 0, got -1", false},
 		{"save_every=0", "save_every must be an integer ≥ 1, got 0", false},
 		{"keep=0", "keep must be an integer ≥ 1, got 0", false},
 		{"kl_schedule=sigmoid", "kl_schedule must be one of constant, linear, step", false},

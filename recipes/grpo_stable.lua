@@ -29,7 +29,8 @@ local cfg = rook.config({
   lr = 1e-4, lr_warmup = 3, lr_schedule = "constant", -- the optimizer's, counted in updates
   beta = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
   epsilon = 0.2, epsilon_high = 0.2, scale_rewards = "group", loss_type = "grpo", trl_compat = false,
-  max_grad_norm = 1.0, num_iterations = 1, minibatches = 1, micro_batch = 32, drop_zero_std = false,
+  max_grad_norm = 1.0, num_iterations = 1, minibatches = 1, drop_zero_std = false,
+  micro_batch = 0, mem_budget = "", -- completions per forward; 0: from mem_budget ("" = half the RAM, "0.25", "8GB")
   malformed = -0.3,             -- reward floor for unparsable output (-1.0 drove NaNs)
   stockfish = "", stockfish_depth = 8, stockfish_workers = 2, -- stockfish: engine binary ("": on PATH, then /usr/games)
   eval_size = 64, eval_every = 0, save_every = 10, keep = 3,
@@ -38,7 +39,7 @@ local cfg = rook.config({
   -- The recipe's own keys; the engine's settings are checked by rook.check below.
   steps = "integer >= 1", prompts = "integer >= 1", group = "integer >= 2", threads = "integer >= 0",
   env_fraction = "[0, 1]", min_plies = "integer >= 0", max_plies = "integer >= 0",
-  kl_warmup = "integer >= 0", kl_schedule = "one of constant, linear, step", micro_batch = "integer >= 1",
+  kl_warmup = "integer >= 0", kl_schedule = "one of constant, linear, step", micro_batch = "integer >= 0",
   eval_size = "integer >= 1", eval_every = "integer >= 0", save_every = "integer >= 1", keep = "integer >= 1",
 })
 -- Option tables for the engine, taken from cfg by setting name and checked before anything
@@ -57,6 +58,14 @@ local policy = assert(rook.load(cfg.model, { device = cfg.device, threads = cfg.
 rook.check{ rollout = sampling, model = policy } -- max_new_tokens within the model's context
 local ref = policy:reference()
 local opt = rook.adamw(policy, adamw)
+-- Micro-batches sized from the memory budget, for RookWorld prompts (under 128 tokens) and the
+-- evaluation's greedy decoding (up to 144 new tokens, evalkit).
+local seqs, slots = cfg.prompts * cfg.group, math.max(cfg.prompts * cfg.group, cfg.eval_size)
+local plan = rook.memory.plan(policy, { budget = cfg.mem_budget, seq_len = 128 + cfg.max_new_tokens,
+  scored = cfg.max_new_tokens, sequences = math.ceil(seqs / cfg.minibatches), group = sampling.group, prompt = 128, reference = true,
+  kv_slots = slots, kv_cap = 128 + math.max(cfg.max_new_tokens, 144), prefill = 128 * slots, sample_rows = slots })
+if cfg.micro_batch == 0 then update.micro_batch = plan.micro_batch end
+rook.log("memory: %s%s", plan.text, cfg.micro_batch > 0 and ("; micro_batch=" .. cfg.micro_batch .. " as configured") or "")
 local function source(seed)
   if cfg.positions ~= "generator" then return assert(rook.positions{ path = cfg.positions, seed = seed, task = "mix" }) end
   return rook.positions{ generator = { seed = seed, min_plies = cfg.min_plies, max_plies = cfg.max_plies }, task = "mix" }

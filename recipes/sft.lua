@@ -12,7 +12,8 @@ local cfg = rook.config{
   data = "generate", rows = 6000, env_fraction = 0.5, data_seed = 1,
   stockfish = "", stockfish_depth = 8, -- the labelling engine: binary ("": on PATH, then /usr/games), depth
   steps = 400, batch = 16, lr = 2e-3, lr_warmup = 20, lr_min = 1e-4, weight_decay = 0.0,
-  max_grad_norm = 1.0, loss_on = "completion", micro_tokens = 0,
+  max_grad_norm = 1.0, loss_on = "completion",
+  micro_tokens = 0, mem_budget = "", -- tokens per forward; 0: from mem_budget ("" = half the RAM, "0.25", "8GB")
   run_dir = "runs/sft", out = "models/sft", save_every = 100, device = "cpu",
 }
 
@@ -38,9 +39,9 @@ local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              fixed = { "data", "data_seed", "rows", "env_fraction", "stockfish_depth" } })
 
 -- The loop's settings (steps, batch, lr, lr_warmup, lr_min, max_grad_norm, loss_on,
--- micro_tokens) are cfg's, under the same names.
+-- micro_tokens, mem_budget) are cfg's, under the same names.
 sftloop.train(setmetatable({
-  model = policy, opt = opt, data = data, start = run.step,
+  model = policy, opt = opt, data = data, start = run.step, say = rook.log,
   log = function(step, m)
     run:log(step, m)
     -- Due every save_every steps, at the last step, and after Ctrl-C (the save then ends the run).

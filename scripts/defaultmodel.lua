@@ -62,7 +62,7 @@ function M.ensure(o)
   sftloop.train{
     model = policy, data = rook.positions{ path = data, loop = true },
     steps = M.SPEC.steps, batch = M.SPEC.batch, lr = M.SPEC.lr, lr_warmup = M.SPEC.lr_warmup,
-    lr_min = M.SPEC.lr_min, max_grad_norm = M.SPEC.max_grad_norm,
+    lr_min = M.SPEC.lr_min, max_grad_norm = M.SPEC.max_grad_norm, say = o.log and say or nil,
     log = function(step, m) if bar then bar:update(step, m) end end,
   }
   if bar then bar:done() end

@@ -101,14 +101,16 @@ func gemmRate(be backend.Backend, warmup, runs int, label string) series {
 	return fromRuns(runsOut, func(s sample) float64 { return flop * float64(reps) / s.ms / 1e6 })
 }
 
-// gemmResults are the three ways the CPU backend can run the ceiling GEMM.
+// gemmResults are the ways the CPU backend can run the ceiling GEMM, and the memory
+// bandwidth the small-batch floors use.
 type gemmResults struct {
 	single, pool, blasThreads series
+	bandwidth                 series // GB/s read by the pool's threads
 }
 
-// measureGEMM times the ceiling GEMM on one worker (one single-threaded OpenBLAS call), on
-// the backend's pool of threads workers (the product cut into one part per worker, as every
-// engine GEMM runs), and, for reference, as one call on OpenBLAS's own threads.
+// measureGEMM times the ceiling GEMM through MatMul on one worker and on the backend's pool of
+// threads workers (the product cut into one part per worker, as every engine GEMM runs), and,
+// for reference, as one OpenBLAS call on its own threads; then the memory read bandwidth.
 func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 	var g gemmResults
 	one, err := device.Open("cpu", device.Options{Threads: 1})
@@ -116,6 +118,7 @@ func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 		return g, err
 	}
 	g.single = gemmRate(one, warmup, runs, "SGEMM, 1 thread")
+	g.bandwidth = measureBandwidth(threads, runs)
 	if threads == 1 {
 		g.pool = skipped("-threads 1: the pool is the single thread above")
 		g.blasThreads = skipped("-threads 1")
@@ -130,6 +133,57 @@ func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 	g.blasThreads = gemmRate(one, warmup, runs, fmt.Sprintf("SGEMM, OpenBLAS %d threads", threads))
 	cpu.SetBLASThreads(1) // as every CPU backend wants it
 	return g, nil
+}
+
+// bandwidthBytes is the buffer the bandwidth runs read: far larger than any cache.
+const bandwidthBytes = 1 << 30
+
+// measureBandwidth is the rate at which threads goroutines read a 1 GiB buffer (each its own
+// contiguous part, eight independent sums so that loads, not adds, set the pace), in GB/s:
+// the rate a decode step streams weights and cached keys at when it is memory-bound.
+func measureBandwidth(threads, runs int) series {
+	buf := make([]uint64, bandwidthBytes/8)
+	for i := range buf { // touch every page before timing
+		buf[i] = uint64(i)
+	}
+	var sink uint64
+	read := func() {
+		var wg sync.WaitGroup
+		sums := make([]uint64, threads)
+		per := len(buf) / threads
+		for t := range threads {
+			wg.Go(func() {
+				part := buf[t*per : (t+1)*per]
+				var a, b, c, d, e, f, g, h uint64
+				for i := 0; i+8 <= len(part); i += 8 {
+					a += part[i]
+					b += part[i+1]
+					c += part[i+2]
+					d += part[i+3]
+					e += part[i+4]
+					f += part[i+5]
+					g += part[i+6]
+					h += part[i+7]
+				}
+				sums[t] = a + b + c + d + e + f + g + h
+			})
+		}
+		wg.Wait()
+		for _, v := range sums {
+			sink += v
+		}
+	}
+	read()
+	var out []sample
+	for i := range runs {
+		s, _ := timed(func() (sample, error) { read(); return sample{}, nil })
+		out = append(out, s)
+		progress("  memory read bandwidth %d/%d: %.1f GB/s", i+1, runs, bandwidthBytes/s.ms/1e6)
+	}
+	if sink == 1 {
+		progress("") // keeps the sums alive
+	}
+	return fromRuns(out, func(s sample) float64 { return bandwidthBytes / s.ms / 1e6 })
 }
 
 // loadModel is GPT-2 124M with random weights, asked for by name, on a CPU backend of
@@ -242,29 +296,32 @@ func genPromptTokens(vocab int) [][]int32 {
 }
 
 // engineGen is greedy KV-cache generation through the model's own calls: Prefill of the
-// unique prompts (one slot per prompt), CopySlot of each prompt's cache into its group's
+// unique prompts (one slot per prompt), ShareSlot of each prompt's cache with its group's
 // other slots, then genNew Decode steps of one token per sequence, the next token being the
 // argmax of the logits.
 type engineGen struct {
 	m                         *gpt2.Model
 	kv                        *gpt2.KVCache
 	threads                   int
+	nPrompts, group           int
 	prompts                   gpt2.Batch
 	promptSlots               []int32
 	first, tokens, slots, pos []int32
 }
 
-func newEngineGen(m *gpt2.Model, threads int) (*engineGen, error) {
-	seqs := genPrompts * genGroup
+// newEngineGen prepares generation of group samples for each of the first nPrompts
+// benchmark prompts.
+func newEngineGen(m *gpt2.Model, threads, nPrompts, group int) (*engineGen, error) {
+	seqs := nPrompts * group
 	kv, err := m.NewKVCache(seqs, genPromptLen+genNew)
 	if err != nil {
 		return nil, err
 	}
-	g := &engineGen{m: m, kv: kv, threads: threads, first: make([]int32, genPrompts),
+	g := &engineGen{m: m, kv: kv, threads: threads, nPrompts: nPrompts, group: group, first: make([]int32, nPrompts),
 		tokens: make([]int32, seqs), slots: make([]int32, seqs), pos: make([]int32, seqs)}
-	for p, s := range genPromptTokens(m.Config.VocabSize) {
+	for p, s := range genPromptTokens(m.Config.VocabSize)[:nPrompts] {
 		g.prompts.Add(s, len(s)) // context only: nothing scored
-		g.promptSlots = append(g.promptSlots, int32(p*genGroup))
+		g.promptSlots = append(g.promptSlots, int32(p*group))
 	}
 	for i := range g.slots {
 		g.slots[i] = int32(i)
@@ -282,11 +339,13 @@ func (g *engineGen) once() (sample, error) {
 		return r, err
 	}
 	argmaxRows(g.first, d.Logits, v, g.threads)
-	for p := range genPrompts {
-		for j := range genGroup {
-			s := p*genGroup + j
+	for p := range g.nPrompts {
+		for j := range g.group {
+			s := p*g.group + j
 			if j > 0 {
-				g.m.CopySlot(g.kv, s, p*genGroup, genPromptLen)
+				if err := g.m.ShareSlot(g.kv, s, p*g.group, genPromptLen); err != nil {
+					return r, err
+				}
 			}
 			g.tokens[s] = g.first[p]
 		}

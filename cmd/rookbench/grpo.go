@@ -19,6 +19,68 @@ import (
 
 type grpoPhases struct {
 	rollout, reference, update, total, tokPerS series
+	work                                       []grpoWork // per timed step
+}
+
+// grpoWork is what one GRPO step has to compute, for its floors: the rollout's prefill FLOPs
+// and each decode step's FLOPs and bytes read, and the FLOPs of one forward over the packed
+// training batch (each group's prompt once, as grpo packs it). The reference runs one forward,
+// the update three (forward and backward).
+type grpoWork struct {
+	prefill     float64
+	decodeFLOP  []float64
+	decodeBytes []float64
+	forward     float64
+}
+
+// countGRPO counts a step's work from its batch: L layers of width C, N parameters,
+// vocabulary V; FLOPs as llm.c counts them (2 per multiply-add: 24·C²·L per token through the
+// blocks, 4·C·L per token and attended position, 2·C·V per scored row through the head).
+func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
+	L, C, V := float64(cfg.NumLayers), float64(cfg.Channels), float64(cfg.VocabSize)
+	token := func(pos int) float64 { return 24*C*C*L + 4*C*L*float64(pos+1) }
+	var w grpoWork
+	longest := 0
+	for _, c := range b.Completions {
+		longest = max(longest, len(c.Tokens))
+	}
+	for _, p := range b.Prompts {
+		for t := range p {
+			w.prefill += token(t)
+		}
+		w.prefill += 2 * C * V
+		// The forward packs the prompt but its last token once per group ...
+		for t := range len(p) - 1 {
+			w.forward += token(t)
+		}
+	}
+	for _, c := range b.Completions {
+		p := len(b.Prompts[c.Prompt])
+		// ... and each completion from that last token, every row scored.
+		for t := range len(c.Tokens) {
+			w.forward += token(p-1+t) + 2*C*V
+		}
+	}
+	// Decode step s feeds token s-1 of every completion longer than s; it reads the cached
+	// keys and values of each prompt once (its samples share them) and of its own tokens.
+	for step := 1; step < longest; step++ {
+		var flop, kv float64
+		live := map[int]bool{}
+		for _, c := range b.Completions {
+			if len(c.Tokens) > step {
+				ctx := len(b.Prompts[c.Prompt]) + step
+				flop += token(ctx-1) + 2*C*V
+				kv += 8 * C * L * float64(step)
+				if !live[c.Prompt] {
+					live[c.Prompt] = true
+					kv += 8 * C * L * float64(len(b.Prompts[c.Prompt]))
+				}
+			}
+		}
+		w.decodeFLOP = append(w.decodeFLOP, flop)
+		w.decodeBytes = append(w.decodeBytes, 4*float64(n)+kv)
+	}
+	return w
 }
 
 // grpoRuns caps the timed GRPO steps: one takes about a minute on two cores.
@@ -29,7 +91,7 @@ func (b *bench) runGRPO() {
 	runtime.GC()
 	fail := func(err error) {
 		why := err.Error()
-		b.grpo = grpoPhases{skipped(why), skipped(why), skipped(why), skipped(why), skipped(why)}
+		b.grpo = grpoPhases{skipped(why), skipped(why), skipped(why), skipped(why), skipped(why), nil}
 		b.failure("grpo", err)
 	}
 	if err := b.loadModel(); err != nil {
@@ -52,6 +114,7 @@ func (b *bench) runGRPO() {
 	cfg := grpo.DefaultConfig()
 	cfg.Beta, cfg.MicroBatch = 0.02, 16
 	var roll, refT, upd, tot, tps []float64
+	var work []grpoWork
 	for i := range b.warmup + min(b.runs, grpoRuns) {
 		batch, err := sampler.Generate(context.Background(), prompts,
 			rollout.Config{Group: genGroup, MaxNewTokens: genNew, Temperature: 1, Seed: uint64(100 + i)})
@@ -76,17 +139,58 @@ func (b *bench) runGRPO() {
 		}
 		roll, refT, upd = append(roll, m["time/rollout"]), append(refT, m["time/reference"]), append(upd, m["time/update"])
 		tot, tps = append(tot, m["time/total"]), append(tps, m["tokens_per_sec"])
+		work = append(work, countGRPO(b.model.Config, b.model.Layout.Total, batch))
 	}
-	b.grpo = grpoPhases{measured(roll), measured(refT), measured(upd), measured(tot), measured(tps)}
+	b.grpo = grpoPhases{measured(roll), measured(refT), measured(upd), measured(tot), measured(tps), work}
 }
 
 func (b *bench) grpoRows(add func(Row)) {
-	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16",
+	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16; floors at the measured SGEMM rate and bandwidth",
 		genPrompts, genGroup, genPromptLen, genNew)
 	p := b.grpo
-	add(valueRow(gr, "engine.grpo_rollout_s", "rollout: sampling with recorded logprobs", "s", p.rollout, 0))
-	add(valueRow(gr, "engine.grpo_reference_s", "reference: the frozen model's forward", "s", p.reference, 0))
-	add(valueRow(gr, "engine.grpo_update_s", "update: forward + backward + clip + AdamW", "s", p.update, 0))
-	add(valueRow(gr, "engine.grpo_total_s", "whole step", "s", p.total, 0))
+	gemm := b.gemm.pool
+	if b.threads == 1 {
+		gemm = b.gemm.single
+	}
+	// Floors per timed step, then their medians beside the phases' medians.
+	var fRoll, fRef, fUpd, fTot, gflops []float64
+	if gemm.ok() && b.gemm.bandwidth.ok() {
+		ceil, bw := gemm.median()*1e9, b.gemm.bandwidth.median()*1e9
+		for i, w := range p.work {
+			roll := w.prefill / ceil
+			for k := range w.decodeFLOP {
+				roll += max(w.decodeFLOP[k]/ceil, w.decodeBytes[k]/bw)
+			}
+			ref, upd := w.forward/ceil, 3*w.forward/ceil
+			fRoll, fRef, fUpd, fTot = append(fRoll, roll), append(fRef, ref), append(fUpd, upd), append(fTot, roll+ref+upd)
+			if p.update.ok() && i < len(p.update.samples) {
+				gflops = append(gflops, 3*w.forward/p.update.samples[i]/1e9)
+			}
+		}
+	}
+	floor := func(v []float64) series {
+		if len(v) == 0 {
+			return skipped("needs the gemm section (SGEMM rate and bandwidth)")
+		}
+		return measured(v)
+	}
+	phase := func(key, name string, s series, f []float64, what string) {
+		add(valueRow(gr, "engine.grpo_"+key+"_s", name, "s", s, 0))
+		r := valueRow(gr, "floor.grpo_"+key+"_s", "  floor: "+what, "s", floor(f), 0)
+		add(r)
+		add(ratioRow(gr, "floor.grpo_"+key+"_ratio", "  engine / floor", "", s, floor(f), false))
+	}
+	phase("rollout", "rollout: sampling with recorded logprobs", p.rollout, fRoll,
+		"prefill FLOPs at the SGEMM rate + each decode step's larger of FLOPs and bytes read")
+	phase("reference", "reference: the frozen model's forward", p.reference, fRef,
+		"one forward's FLOPs (each group's prompt once) at the SGEMM rate")
+	phase("update", "update: forward + backward + clip + AdamW", p.update, fUpd,
+		"three forwards' FLOPs at the SGEMM rate")
+	r := valueRow(gr, "engine.grpo_update_gflops", "  update rate: three forwards' FLOPs per second", "GFLOP/s", floor(gflops), 0)
+	r.Note = "target ≥ 170"
+	add(r)
+	phase("total", "whole step", p.total, fTot, "the three floors")
+	t := ratioRow(gr, "engine.grpo_total_target", "  whole step / 40 s target", "target ≤ 1", p.total, measured([]float64{40}), false)
+	add(t)
 	add(valueRow(gr, "engine.grpo_tokens_per_s", "new tokens per second of the whole step", "tok/s", p.tokPerS, 0))
 }

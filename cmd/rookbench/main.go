@@ -19,7 +19,7 @@
 //	llmc         llm.c's CPU trainer, only when LLMC_DIR names an llm.c checkout with a built
 //	             train_gpt2 (and its gpt2_124M.bin and data); rookbench never downloads or builds it
 //	gen          KV-cache generation at the rollout shapes, 8 prompts × 8 samples = 64
-//	             sequences, 80-token prompts: Prefill of the 8 prompts, CopySlot into the 64
+//	             sequences, 80-token prompts: Prefill of the 8 prompts, ShareSlot with the 64
 //	             slots, 64 Decode steps of one token per sequence, next token = argmax of the
 //	             logits; and the real rollout path at the same shapes (rollout.Sampler.Generate,
 //	             sampled at T=1, logprobs recorded, 64 new tokens = 63 decode steps)
@@ -32,6 +32,11 @@
 //	grpo         one full GRPO step of the engine at the same shapes (β = 0.02, so the reference
 //	             model runs), split by phase: rollout, reference forward, update (at most 2 timed
 //	             steps: one takes about a minute on two cores)
+//	mem          peak resident memory against the analytic size (gpt2.Footprint) for the GRPO
+//	             step of the main job on the default model's architecture, the default model's
+//	             SFT step and the GRPO step of GPT-2 124M, each in a child process of its own
+//	             (rookbench -mem-case), and the main job itself (bin/rookscript
+//	             recipes/grpo_stable.lua steps=2, its rusage peak; needs the cached default model)
 //
 // Engine and PyTorch runs alternate: PyTorch runs as a server process (the scripts' --serve
 // mode) that times one op per request, so run i of the engine and run i of PyTorch see nearly
@@ -87,7 +92,7 @@ const modelSpec = "random:124m@seed=42"
 const benchB, benchT = 4, 64
 
 // sections that -only selects from.
-var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo"}
+var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo", "mem"}
 
 // settle is the pause between alternated runs of different processes, long enough for the
 // previous one's BLAS threads to stop spinning and go to sleep.
@@ -109,7 +114,15 @@ func main() {
 	python := flag.String("python", envOr("PYTHON", "/usr/bin/python3"), "Python with torch (Debian's python3-torch); $PYTHON when set")
 	scripts := flag.String("scripts", "", "directory holding torch_gpt2.py and torch_generate.py (default: bench/ of the enclosing repository)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the engine's work) to this file")
+	memCase := flag.String("mem-case", "", "run one case of the mem section in this process and print it as JSON (the mem section's child processes)")
 	flag.Parse()
+	if *memCase != "" {
+		runtime.GOMAXPROCS(*threads)
+		if err := runMemCase(*memCase, *threads); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
 	}
@@ -271,6 +284,7 @@ type bench struct {
 	untFwd, untTrain     series
 	llmc                 series
 	genPrefill, genDec   series // engine greedy generation, ms
+	gen8Dec              series // the same for 8 sequences (1 prompt × 8), decode ms
 	genTotal             series // ms of the whole generation
 	sampler              series // rollout.Sampler, tok/s
 	samplerSteps         int
@@ -279,6 +293,8 @@ type bench struct {
 	statPrefill, statDec series
 	statTotal            series
 	grpo                 grpoPhases
+	memRuns              map[string]memRun
+	main                 mainJob
 }
 
 // failure records a failed measurement and returns it as a not-measured series.
@@ -326,6 +342,9 @@ func (b *bench) run() *Report {
 	}
 	if b.sel["grpo"] {
 		b.runGRPO()
+	}
+	if b.sel["mem"] {
+		b.runMem()
 	}
 	return b.report(start, load, strings.Join(order, ","))
 }
@@ -450,6 +469,7 @@ func (b *bench) runGen() {
 	progress("== KV-cache generation, %d×%d sequences, %d-token prompts, %d new tokens", genPrompts, genGroup, genPromptLen, genNew)
 	runtime.GC()
 	eng := &contender{name: "engine greedy"}
+	eng8 := &contender{name: "engine greedy, 8 rows"}
 	smp := &contender{name: "engine rollout.Sampler"}
 	cat := &contender{name: "torch (torch.cat cache)"}
 	stat := &contender{name: "torch (static cache)"}
@@ -457,12 +477,16 @@ func (b *bench) runGen() {
 		err := b.loadModel()
 		var g *engineGen
 		if err == nil {
-			g, err = newEngineGen(b.model, b.threads)
+			g, err = newEngineGen(b.model, b.threads, genPrompts, genGroup)
+		}
+		var g8 *engineGen
+		if err == nil {
+			g8, err = newEngineGen(b.model, b.threads, 1, genGroup)
 		}
 		if err != nil {
-			eng.err, smp.err = err, err
+			eng.err, smp.err, eng8.err = err, err, err
 		} else {
-			eng.run, smp.run = g.once, newEngineSampler(b.model).once
+			eng.run, smp.run, eng8.run = g.once, newEngineSampler(b.model).once, g8.once
 		}
 	}
 	if b.sel["torchgen"] || b.sel["torchstatic"] {
@@ -480,11 +504,12 @@ func (b *bench) runGen() {
 			}
 		}
 	}
-	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp)
+	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp, eng8)
 	prefill := func(s sample) float64 { return s.prefill }
 	decode := func(s sample) float64 { return s.decode }
 	if b.sel["gen"] {
 		b.genPrefill, b.genDec, b.genTotal = b.record(eng, prefill), eng.series(decode), eng.series(wallMS)
+		b.gen8Dec = b.record(eng8, decode)
 		b.sampler = b.record(smp, func(s sample) float64 { return s.tokPerS })
 		if smp.err == nil && len(smp.runs) > 0 {
 			b.samplerSteps = smp.runs[len(smp.runs)-1].steps
@@ -543,10 +568,11 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	add := func(r Row) { rows = append(rows, r) }
 	s := b.sel
 	if s["gemm"] {
-		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling)"
+		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling), and the memory bandwidth"
 		add(valueRow(gr, "gemm.single", "1 thread: one single-threaded OpenBLAS call", "GFLOP/s", b.gemm.single, 0))
-		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers, OpenBLAS single-threaded in each", b.threads), "GFLOP/s", b.gemm.pool, 0))
+		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers, OpenBLAS single-threaded in each: the floors' rate", b.threads), "GFLOP/s", b.gemm.pool, 0))
 		add(valueRow(gr, "gemm.openblas_threads", fmt.Sprintf("one call on OpenBLAS's own %d threads (reference)", b.threads), "GFLOP/s", b.gemm.blasThreads, 0))
+		add(valueRow(gr, "mem.bandwidth", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB", b.threads), "GB/s", b.gemm.bandwidth, 0))
 	}
 	if s["engine"] || s["torch"] || s["untuned"] {
 		gr := fmt.Sprintf("GPT-2 124M forward, B=%d T=%d, LM head + log-softmax on all %d rows (%.1f GFLOP)", benchB, benchT, tokens, fwdFLOP/1e9)
@@ -601,7 +627,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 			genPrompts, genGroup, genPrompts*genGroup, genPromptLen, genNew)
 		seqs := genPrompts * genGroup
 		if s["gen"] {
-			add(valueRow(gr, "engine.gen_prefill", fmt.Sprintf("engine Prefill %d×%d + CopySlot to %d slots", genPrompts, genPromptLen, seqs), "ms", b.genPrefill, 0))
+			add(valueRow(gr, "engine.gen_prefill", fmt.Sprintf("engine Prefill %d×%d, shared with %d slots", genPrompts, genPromptLen, seqs), "ms", b.genPrefill, 0))
 			add(valueRow(gr, "engine.gen_decode_step", fmt.Sprintf("engine Decode step, %d tokens (+ argmax)", seqs), "ms", eStep, decodeFLOP))
 			add(valueRow(gr, "engine.gen_tokens_per_s", fmt.Sprintf("engine throughput, %d tokens incl. prefill", int(genTokens)), "tok/s", eTok, 0))
 			r := valueRow(gr, "engine.rollout_tokens_per_s", fmt.Sprintf("engine rollout.Sampler, T=1 sampled, %d new tokens each", genNew), "tok/s", b.sampler, 0)
@@ -609,6 +635,30 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				r.Note = fmt.Sprintf("%d decode steps; logprobs recorded", b.samplerSteps)
 			}
 			add(r)
+			for _, d := range []struct {
+				rows, prompts int
+				key           string
+				eng           series
+			}{{seqs, genPrompts, "", eStep}, {genGroup, 1, "8", b.gen8Dec.mapped(perStep)}} {
+				// Cached positions read per step: each prompt once (its samples share it), then
+				// every row's own.
+				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
+				flopMS, byteMS := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
+				if d.key != "" {
+					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
+						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
+				}
+				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at the pool's SGEMM rate", d.rows), "ms", flopMS, 0)
+				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth", d.rows), "ms", byteMS, 0)
+				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
+				add(fr)
+				add(br)
+				floor := flopMS
+				if byteMS.ok() && (!flopMS.ok() || byteMS.median() > flopMS.median()) {
+					floor = byteMS
+				}
+				add(ratioRow(gr, "floor.decode_ratio"+d.key, fmt.Sprintf("  engine / floor (the larger), %d rows", d.rows), "target ≤ 1.3", d.eng, floor, false))
+			}
 		}
 		for _, peer := range []struct {
 			section, key, label string
@@ -634,9 +684,32 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	if s["grpo"] {
 		b.grpoRows(add)
 	}
+	if s["mem"] {
+		b.memRows(add)
+	}
 	rep.Rows = rows
 	rep.Notes = b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n)
 	return rep
+}
+
+// decodeFloors are the two floors of a decode step of rows tokens: its FLOPs at the pool's
+// measured SGEMM rate, and the bytes it must read (every weight once, and the keys and values
+// of cached positions) at the measured memory bandwidth, in ms.
+func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) (flopMS, byteMS series) {
+	gemm := b.gemm.pool
+	if b.threads == 1 {
+		gemm = b.gemm.single
+	}
+	flop := float64(rows) * (2*float64(n) + 4*float64(L*C)*meanCtx)
+	bytes := 4*float64(n) + cached*8*float64(L*C)
+	flopMS, byteMS = skipped("needs the gemm section"), skipped("needs the gemm section")
+	if gemm.ok() {
+		flopMS = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
+	}
+	if b.gemm.bandwidth.ok() {
+		byteMS = measured([]float64{bytes / (b.gemm.bandwidth.median() * 1e9) * 1e3})
+	}
+	return flopMS, byteMS
 }
 
 // notes are the observations under the table.
@@ -654,7 +727,8 @@ func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) 
 	}
 	if gemm.ok() && b.genDec.ok() {
 		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3
-		out = append(out, fmt.Sprintf("a decode step of %d tokens is %.1f GFLOP: %.0f ms at the pool's SGEMM rate; the engine's takes %.1f ms (GEMMs of 64 rows run below the ceiling's rate)",
+		out = append(out, fmt.Sprintf("a decode step of %d tokens is %.1f GFLOP: %.0f ms at the pool's SGEMM rate; the engine's takes %.1f ms. "+
+			"The samples of a prompt share its cached keys and values (one copy per prompt); the torch peers keep a copy per sample",
 			genPrompts*genGroup, decodeFLOP/1e9, floor, b.genDec.median()/genNew))
 	}
 	if b.engFwd.ok() {

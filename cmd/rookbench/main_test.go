@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/rollout"
 )
 
 func TestSeriesStats(t *testing.T) {
@@ -268,5 +272,67 @@ func TestReportOutput(t *testing.T) {
 	var back Report
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Rows) != 3 || *back.Rows[0].Median != 11 || back.Rows[1].Median != nil {
 		t.Errorf("JSON round trip: %v %+v", err, back)
+	}
+}
+
+// TestMemRows: each case gives its peak, its analytic size with the parts named, and their
+// ratio; a case that failed says why; the main job's row needs the default model.
+func TestMemRows(t *testing.T) {
+	f := gpt2.Footprint{Weights: 100e6, Activations: 300e6}
+	b := &bench{memRuns: map[string]memRun{
+		"grpo_default": {res: memResult{Peak: 440e6, Footprint: f, Shape: "s"}},
+		"sft_default":  {err: errors.New("no /proc")},
+	}, main: mainJob{err: errors.New("the default model is not in the cache yet")}}
+	var rows []Row
+	b.memRows(func(r Row) { rows = append(rows, r) })
+	byKey := map[string]Row{}
+	for _, r := range rows {
+		byKey[r.Key] = r
+	}
+	if r := byKey["mem.grpo_default_ratio"]; r.Median == nil || *r.Median != 1.1 {
+		t.Errorf("ratio row %+v, want 440/400 = 1.1", r)
+	}
+	if r := byKey["mem.grpo_default_analytic"]; r.Median == nil || *r.Median != 400 || !strings.Contains(r.Note, "activations 300 MB") {
+		t.Errorf("analytic row %+v", r)
+	}
+	if r := byKey["mem.sft_default"]; !strings.Contains(r.Note, "not measured: no /proc") {
+		t.Errorf("failed case %+v", r)
+	}
+	if r := byKey["mem.main_job"]; !strings.Contains(r.Note, "not in the cache") {
+		t.Errorf("main job row %+v", r)
+	}
+}
+
+func TestKBField(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "status")
+	os.WriteFile(p, []byte("Name:\tx\nVmHWM:\t   2048 kB\nBad:\t12 MB\n"), 0o644)
+	if v, err := kBField(p, "VmHWM"); err != nil || v != 2048<<10 {
+		t.Errorf("VmHWM %d %v", v, err)
+	}
+	if _, err := kBField(p, "Bad"); err == nil {
+		t.Error("a field not in kB: no error")
+	}
+	if _, err := kBField(p, "VmRSS"); err == nil {
+		t.Error("a missing field: no error")
+	}
+}
+
+// TestCountGRPO: a step's work by hand, for L = C = V = 1 (a block token is 24 + 4·(pos+1)
+// FLOPs, a head row 2): one 3-token prompt, completions of 2 and 1 tokens.
+func TestCountGRPO(t *testing.T) {
+	cfg := gpt2.Config{VocabSize: 1, MaxSeqLen: 8, NumLayers: 1, NumHeads: 1, Channels: 1, LayerNormE: 1e-5}
+	b := &rollout.Batch{Prompts: [][]int32{{0, 0, 0}}, Group: 2,
+		Completions: []rollout.Completion{{Tokens: []int32{0, 0}}, {Tokens: []int32{0}}}}
+	w := countGRPO(cfg, 10, b)
+	if w.prefill != 28+32+36+2 {
+		t.Errorf("prefill %v, want 98", w.prefill)
+	}
+	// The prompt but its last token once (positions 0, 1), then rows at positions 2, 3 and 2.
+	if want := 28 + 32 + (36 + 2) + (40 + 2) + (36 + 2); w.forward != float64(want) {
+		t.Errorf("forward %v, want %d", w.forward, want)
+	}
+	// The step reads the prompt's 3 cached positions once and the completion's own 1.
+	if len(w.decodeFLOP) != 1 || w.decodeFLOP[0] != 40+2 || w.decodeBytes[0] != 4*10+8*(3+1) {
+		t.Errorf("decode steps %v FLOPs, %v bytes; want one step of 42 FLOPs, 72 bytes", w.decodeFLOP, w.decodeBytes)
 	}
 }

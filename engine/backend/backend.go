@@ -3,9 +3,25 @@ package backend
 // Pack describes a packed batch: sequence i occupies rows Start[i] .. Start[i]+Len[i]-1 of
 // every activation, and its tokens have positions 0 .. Len[i]-1. Host slices; a device
 // backend copies what it needs.
+//
+// Prefix, when not nil, lets sequences share a prefix computed once: Prefix[i] is the
+// sequence that sequence i continues, or -1. A continuation's rows attend to every row of its
+// prefix and then causally to their own, exactly as if the prefix were written in front of
+// them (its positions continue the prefix's). A prefix continues nothing, and its
+// continuations follow it directly, one after the other (a GRPO group: the prompt once, then
+// its completions).
 type Pack struct {
-	Start []int32
-	Len   []int32
+	Start  []int32
+	Len    []int32
+	Prefix []int32
+}
+
+// PrefixOf is the sequence sequence i continues, or -1.
+func (p Pack) PrefixOf(i int) int {
+	if p.Prefix == nil {
+		return -1
+	}
+	return int(p.Prefix[i])
 }
 
 // Rows is the number of rows (tokens) in the pack.
@@ -22,6 +38,10 @@ func (p Pack) Rows() int {
 type KV struct {
 	K, V Buf
 	Cap  int
+	// Shared (2 per slot): slot s reads its positions below Shared[2s+1] from slot
+	// Shared[2s] — a prompt cached once for a group of samples — and the rest from its own;
+	// 0 positions when it shares nothing. Nil: no slot shares.
+	Shared I32
 }
 
 // AdamW holds the hyper-parameters of one AdamW update (decoupled weight decay, bias
@@ -97,7 +117,8 @@ type Backend interface {
 	// KVWrite stores the k and v parts of qkv rows into cache slot slot[i] at position pos[i].
 	KVWrite(kv KV, qkv Buf, slot, pos I32, n, c int)
 	// AttentionDecode: row i attends with its q (from qkv) over positions 0..pos[i] of
-	// slot[i] in the cache (which already holds its own k, v).
+	// slot[i] in the cache (which already holds its own k, v) — the first of them from the
+	// slot it shares a prefix with (KV.Shared), if it does.
 	AttentionDecode(out, qkv Buf, kv KV, slot, pos I32, n, nh, c int)
 
 	// AdamW updates p in place from gradient g and moments m, v.

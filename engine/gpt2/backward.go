@@ -12,7 +12,10 @@ import (
 // cross-entropy, −A/|o| for a GRPO policy-gradient token) and dent, which may be nil, is
 // ∂L/∂H_r for an entropy term (the forward must have computed entropy).
 //
-// It consumes the forward's activations: call Forward again before the next Backward.
+// The forward kept no logits, only each scored row's log-sum-exp (and entropy): the head's
+// backward recomputes the logits chunk by chunk from the saved head input and turns each
+// chunk into its gradient in place. It consumes the forward's activations: call Forward
+// again before the next Backward.
 func (m *Model) Backward(dlogp, dent []float32) error {
 	lf := m.last
 	if !lf.valid {
@@ -28,23 +31,49 @@ func (m *Model) Backward(dlogp, dent []float32) error {
 	m.EnsureGrads()
 	a := m.act
 	m.ensureBackward(a)
-	bk, cfg, p, g := m.B, m.Config, m.p, m.g
-	n, r, c, v := lf.n, lf.r, cfg.Channels, cfg.VocabSize
+	bk, n, r, c, v := m.B, lf.n, lf.r, m.Config.Channels, m.Config.VocabSize
 
-	// LM head: dlogits in place, then the tied embedding's gradient and the scored rows'
-	// gradient, scattered back into the (n, C) final-LayerNorm gradient.
 	bk.Fill(a.dln.Slice(0, n*c), 0)
 	if r > 0 {
 		bk.Upload(a.dlogp.Slice(0, r), dlogp)
-		dentBuf := backend.Buf{}
 		if dent != nil {
 			bk.Upload(a.dent.Slice(0, r), dent)
-			dentBuf = a.dent
 		}
-		bk.LogProbsBackward(a.logits, a.lse, a.ent, a.dlogp, dentBuf, a.targets, r, v, lf.invTemp)
-		bk.MatMulBackward(a.dheadIn, g.wte, backend.Buf{}, a.logits, a.headIn, p.wte, r, c, v)
-		bk.ScatterRows(a.dln, a.dheadIn, a.rows.Slice(0, r), c)
+		for lo := 0; lo < r; lo += a.headRows {
+			rows := min(a.headRows, r-lo)
+			logits := a.logits.Slice(0, rows*v)
+			m.headLogits(a, logits, lo, rows)
+			dentBuf := backend.Buf{}
+			if dent != nil {
+				dentBuf = a.dent.Slice(lo, rows)
+			}
+			m.headBackward(a, logits, lo, rows, lf.invTemp, a.dlogp.Slice(lo, rows), dentBuf)
+		}
 	}
+	m.trunkBackward(a, n)
+	return nil
+}
+
+// headBackward turns a chunk's logits (scored rows lo .. lo+rows-1) into dL/dlogits in place,
+// adds their product with the head input to the tied embedding's gradient, and scatters the
+// head input's gradient into a.dln at the chunk's rows.
+func (m *Model) headBackward(a *activations, logits backend.Buf, lo, rows int, invTemp float32, dlogp, dent backend.Buf) {
+	bk, c, v := m.B, m.Config.Channels, m.Config.VocabSize
+	ent := backend.Buf{}
+	if !dent.Nil() {
+		ent = a.ent.Slice(lo, rows)
+	}
+	bk.LogProbsBackward(logits, a.lse.Slice(lo, rows), ent, dlogp, dent, a.targets.Slice(lo, rows), rows, v, invTemp)
+	dheadIn := a.dheadIn.Slice(0, rows*c)
+	bk.MatMulBackward(dheadIn, m.g.wte, backend.Buf{}, logits, a.headIn.Slice(lo*c, rows*c), m.p.wte, rows, c, v)
+	bk.ScatterRows(a.dln, dheadIn, a.rows.Slice(lo, rows), c)
+}
+
+// trunkBackward runs the final LayerNorm's and every block's backward from the gradient of
+// the final LayerNorm's output in a.dln, and the embeddings' last.
+func (m *Model) trunkBackward(a *activations, n int) {
+	bk, cfg, p, g := m.B, m.Config, m.p, m.g
+	c := cfg.Channels
 	last := a.encoded
 	if cfg.NumLayers > 0 {
 		last = a.layers[cfg.NumLayers-1].res3
@@ -70,5 +99,4 @@ func (m *Model) Backward(dlogp, dent []float32) error {
 		bk.LayerNormBackward(a.dres, gw.ln1w, gw.ln1b, a.dln, residual, w.ln1w, la.ln1Mean, la.ln1Rstd, n, c)
 	}
 	bk.EncoderBackward(g.wte, g.wpe, a.dres, a.tok, a.pos, n, c)
-	return nil
 }

@@ -41,6 +41,7 @@ func goldenModel(t *testing.T) (*gpt2.Model, *gpt2.Fixture) {
 
 func TestGoldenLogits(t *testing.T) {
 	m, f := goldenModel(t)
+	m.HeadRows = 5 // Logits recomputes the head chunk by chunk
 	// Score every position so the head returns all N rows of logits.
 	b := gpt2.Batch{Tokens: f.Tokens, Lens: f.Lens}
 	for i := range f.Tokens {
@@ -56,11 +57,38 @@ func TestGoldenLogits(t *testing.T) {
 	}
 }
 
+// TestGoldenLossAndGradients: log-probabilities, entropies, the loss and every gradient
+// against PyTorch, with the LM head in one chunk, in chunks of 4 rows, and fused
+// (ForwardBackward, chunks of 3 rows).
 func TestGoldenLossAndGradients(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		headRows int
+		fused    bool
+	}{{"one chunk", 0, false}, {"chunks of 4", 4, false}, {"fused, chunks of 3", 3, true}} {
+		t.Run(c.name, func(t *testing.T) { goldenGradients(t, c.headRows, c.fused) })
+	}
+}
+
+func goldenGradients(t *testing.T, headRows int, fused bool) {
 	m, f := goldenModel(t)
+	m.HeadRows = headRows
 	b := gpt2.Batch{Tokens: f.Tokens, Lens: f.Lens, Rows: f.Rows, Targets: f.Targets}
 	var out gpt2.Output
-	if err := m.Forward(&b, f.Tau, true, &out); err != nil {
+	dlogp := make([]float32, len(f.Weights))
+	for i := range f.Weights {
+		dlogp[i] = -f.Weights[i]
+	}
+	m.ZeroGrads()
+	if fused {
+		err := m.ForwardBackward(&b, f.Tau, true, func(lo int, _, _, dl, de []float32) {
+			copy(dl, dlogp[lo:])
+			copy(de, f.EntWeights[lo:])
+		}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err := m.Forward(&b, f.Tau, true, &out); err != nil {
 		t.Fatal(err)
 	}
 	// logp and entropy are O(4): 5e-6 absolute is ~1e-6 relative.
@@ -71,17 +99,16 @@ func TestGoldenLossAndGradients(t *testing.T) {
 		t.Errorf("entropy differs from PyTorch by %g", d)
 	}
 	loss := 0.0
-	dlogp := make([]float32, len(f.Weights))
 	for i := range f.Weights {
 		loss += -float64(f.Weights[i])*float64(out.LogP[i]) + float64(f.EntWeights[i])*float64(out.Entropy[i])
-		dlogp[i] = -f.Weights[i]
 	}
 	if math.Abs(loss-float64(f.Loss)) > 1e-5*max(1, math.Abs(float64(f.Loss))) {
 		t.Errorf("loss %g, PyTorch %g", loss, f.Loss)
 	}
-	m.ZeroGrads()
-	if err := m.Backward(dlogp, f.EntWeights); err != nil {
-		t.Fatal(err)
+	if !fused {
+		if err := m.Backward(dlogp, f.EntWeights); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Every parameter's gradient, each within 1e-5 of the tensor's largest gradient.
 	for _, tn := range m.Layout.Tensors {

@@ -10,7 +10,9 @@ import (
 //
 // Parameters and gradients are each one flat buffer in Layout order (llm.c style), with
 // named views per tensor. Activations are sized for the largest batch seen so far and
-// reused, so steady-state steps allocate nothing. A Model is not safe for concurrent use.
+// reused, so steady-state steps allocate nothing. The LM head runs in chunks of HeadRows
+// scored rows, so no batch ever holds its rows × V logits at once. A Model is not safe for
+// concurrent use.
 type Model struct {
 	Config Config
 	Layout *Layout
@@ -20,7 +22,14 @@ type Model struct {
 	Grads  backend.Buf // (Layout.Total); Nil until EnsureGrads
 	p, g   weights     // views of Params and Grads
 
+	// HeadRows is the number of scored rows per LM-head chunk; 0 chooses it from
+	// HeadChunkBytes. Results depend on it only by float rounding (a GEMM rounds according
+	// to its row count; the tied embedding's gradient sums chunk by chunk), never on the
+	// thread count.
+	HeadRows int
+
 	act  *activations
+	smp  *sampling
 	last lastForward // what the most recent training forward left for Backward
 }
 

@@ -52,12 +52,34 @@ func randSeq(r *rand.Rand, n, v int) []int32 {
 }
 
 // TestBackwardFiniteDifferences checks the gradient of every parameter tensor (sampled
-// entries) of L = Σ w·logp + Σ e·H at temperature 0.8 against central differences.
+// entries) of L = Σ w·logp + Σ e·H at temperature 0.8 against central differences: with the
+// LM head in one chunk, in chunks of 3 rows (logits recomputed by Backward), and fused
+// (ForwardBackward, chunks of 2 rows); and on a batch holding a prompt shared by three
+// continuations.
 func TestBackwardFiniteDifferences(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		headRows int
+		fused    bool
+		prefixed bool
+	}{{"one chunk", 0, false, false}, {"chunks of 3", 3, false, false}, {"fused, chunks of 2", 2, true, false},
+		{"prefix and continuations", 0, false, true}, {"prefix and continuations, fused", 4, true, true}} {
+		t.Run(c.name, func(t *testing.T) { finiteDifferences(t, c.headRows, c.fused, c.prefixed) })
+	}
+}
+
+func finiteDifferences(t *testing.T, headRows int, fused, prefixed bool) {
 	m := newTestModel(t, testConfig, 1)
+	m.HeadRows = headRows
 	r := rand.New(rand.NewPCG(2, 3))
 	var b Batch
 	b.Add(randSeq(r, 5, 23), 0)
+	if prefixed { // a prompt of 4 and three completions, scored from their first row
+		b.Add(randSeq(r, 4, 23), 4)
+		b.AddContinuation(randSeq(r, 3, 23), 0)
+		b.AddContinuation(randSeq(r, 1, 23), 0)
+		b.AddContinuation(randSeq(r, 5, 23), 0)
+	}
 	b.Add(randSeq(r, 9, 23), 3)
 	b.Add(randSeq(r, 1, 23), 0)
 	b.Add(randSeq(r, 7, 23), 1)
@@ -78,10 +100,20 @@ func TestBackwardFiniteDifferences(t *testing.T) {
 		}
 		return s
 	}
-	loss()
 	m.ZeroGrads()
-	if err := m.Backward(w, e); err != nil {
-		t.Fatal(err)
+	if fused {
+		err := m.ForwardBackward(&b, temp, true, func(lo int, _, _, dlogp, dent []float32) {
+			copy(dlogp, w[lo:])
+			copy(dent, e[lo:])
+		}, &Output{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		loss()
+		if err := m.Backward(w, e); err != nil {
+			t.Fatal(err)
+		}
 	}
 	grads := m.GradsHost()
 	params := m.ParamsHost()
@@ -110,6 +142,71 @@ func TestBackwardFiniteDifferences(t *testing.T) {
 		if worst > 5e-3 {
 			t.Errorf("%s: finite-difference error %.2g of max |grad| %.3g", tn.Name, worst, scale)
 		}
+	}
+}
+
+// TestContinuationsAreConcatenations: a prompt packed once with G continuations gives each
+// completion token the log-probability and entropy it gets with the prompt written in front
+// of it, and the same gradient as the G concatenations (the prompt's rows' gradient is the sum
+// over its copies), through Forward + Backward and ForwardBackward.
+func TestContinuationsAreConcatenations(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	prompt := randSeq(r, 6, 23)
+	comps := [][]int32{randSeq(r, 5, 23), randSeq(r, 1, 23), randSeq(r, 9, 23)}
+	var shared, whole Batch
+	shared.Add(randSeq(r, 4, 23), 0) // a sequence of its own before the group
+	whole.Add(shared.Tokens, 0)
+	shared.Add(prompt[:len(prompt)-1], len(prompt)) // context only
+	for _, c := range comps {
+		// The last prompt token opens each continuation: its row scores the first completion token.
+		shared.AddContinuation(append([]int32{prompt[len(prompt)-1]}, c...), 0)
+		whole.Add(append(append([]int32{}, prompt...), c...), len(prompt)-1)
+	}
+	w := make([]float32, len(whole.Rows))
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	if len(shared.Rows) != len(whole.Rows) {
+		t.Fatalf("%d scored rows shared, %d whole", len(shared.Rows), len(whole.Rows))
+	}
+	for i := range whole.Targets {
+		if shared.Targets[i] != whole.Targets[i] {
+			t.Fatalf("target %d: %d shared, %d whole", i, shared.Targets[i], whole.Targets[i])
+		}
+	}
+	run := func(b *Batch, fused bool) (Output, []float32) {
+		m := newTestModel(t, testConfig, 14)
+		m.ZeroGrads()
+		var out Output
+		if fused {
+			if err := m.ForwardBackward(b, 0.9, true, func(lo int, _, _, dl, _ []float32) { copy(dl, w[lo:]) }, &out); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if err := m.Forward(b, 0.9, true, &out); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Backward(w, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out, m.GradsHost()
+	}
+	for _, fused := range []bool{false, true} {
+		os, gs := run(&shared, fused)
+		ow, gw := run(&whole, fused)
+		if d := maxRel(os.LogP, ow.LogP); d > 1e-6 {
+			t.Errorf("fused %v: logp differs by %.2g of the largest", fused, d)
+		}
+		if d := maxRel(os.Entropy, ow.Entropy); d > 1e-6 {
+			t.Errorf("fused %v: entropy differs by %.2g of the largest", fused, d)
+		}
+		if d := maxRel(gs, gw); d > 1e-5 {
+			t.Errorf("fused %v: gradients differ by %.2g of the largest", fused, d)
+		}
+	}
+	if len(shared.Tokens) != len(whole.Tokens)-(len(comps)-1)*(len(prompt)-1) {
+		t.Errorf("shared batch has %d tokens", len(shared.Tokens))
 	}
 }
 
@@ -146,8 +243,15 @@ func TestPackingInvariance(t *testing.T) {
 
 // TestDecodeMatchesForward: KV-cache prefill + incremental decode produce, position by
 // position, the logits of the full forward, for several sequences of different lengths
-// decoded together in one batch (one of them sharing a copied prefill).
+// decoded together in one batch, one of them also continuing in a second slot from a copy of
+// its prefill — or from its prefill shared (ShareSlot).
 func TestDecodeMatchesForward(t *testing.T) {
+	for _, share := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copied prefill", true: "shared prefill"}[share], func(t *testing.T) { decodeMatchesForward(t, share) })
+	}
+}
+
+func decodeMatchesForward(t *testing.T, share bool) {
 	m := newTestModel(t, testConfig, 7)
 	r := rand.New(rand.NewPCG(8, 9))
 	seqs := [][]int32{randSeq(r, 12, 23), randSeq(r, 7, 23), randSeq(r, 15, 23)}
@@ -192,8 +296,17 @@ func TestDecodeMatchesForward(t *testing.T) {
 	for i := range seqs {
 		check(i, prompt[i]-1, d.Logits[i*v:(i+1)*v])
 	}
-	// Sequence 0 also continues in slot 1 from a copy of its prefill.
-	m.CopySlot(kv, 1, 2, prompt[0])
+	// Sequence 0 also continues in slot 1 from a copy of its prefill, or sharing it.
+	if share {
+		if err := m.ShareSlot(kv, 1, 2, prompt[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Decode(kv, []int32{1}, []int32{1}, []int32{int32(prompt[0] - 1)}, 1); err == nil {
+			t.Fatal("Decode into a shared position: no error")
+		}
+	} else {
+		m.CopySlot(kv, 1, 2, prompt[0])
+	}
 	pos := append([]int(nil), prompt...)
 	for {
 		var tok, sl, ps []int32
@@ -279,6 +392,11 @@ func TestBatchValidation(t *testing.T) {
 		{"row outside batch", Batch{Tokens: []int32{1, 2}, Lens: []int32{2}, Rows: []int32{2}, Targets: []int32{0}}},
 		{"rows not increasing", Batch{Tokens: []int32{1, 2}, Lens: []int32{2}, Rows: []int32{1, 0}, Targets: []int32{0, 0}}},
 		{"target outside vocabulary", Batch{Tokens: []int32{1, 2}, Lens: []int32{2}, Rows: []int32{0}, Targets: []int32{-1}}},
+		{"continuation of a continuation", Batch{Tokens: []int32{1, 2, 3}, Lens: []int32{1, 1, 1}, Prefix: []int32{-1, 0, 1}}},
+		{"continuation apart from its prefix", Batch{Tokens: []int32{1, 2, 3}, Lens: []int32{1, 1, 1}, Prefix: []int32{-1, -1, 0}}},
+		{"continuation first", Batch{Tokens: []int32{1}, Lens: []int32{1}, Prefix: []int32{0}}},
+		{"prefix and continuation longer than context", Batch{Tokens: make([]int32, 20), Lens: []int32{10, 10}, Prefix: []int32{-1, 0}}},
+		{"prefixes for some sequences", Batch{Tokens: []int32{1, 2}, Lens: []int32{1, 1}, Prefix: []int32{-1}}},
 	}
 	for _, c := range cases {
 		if err := c.b.Validate(testConfig); err == nil {

@@ -274,12 +274,22 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, noSignal b
 	return nil
 }
 
-// pack lays out completions with their prompts, scoring each completion token.
+// pack lays out completions with their prompts, scoring each completion token. Completions
+// of one prompt side by side share it: the prompt but its last token is packed once, and each
+// completion continues it from that last token (whose row scores the completion's first).
 func (tr *Trainer) pack(part []*completion) *gpt2.Batch {
 	tr.batch.Reset()
-	for _, k := range part {
-		seq := append(append(make([]int32, 0, len(k.prompt)+len(k.c.Tokens)), k.prompt...), k.c.Tokens...)
-		tr.batch.Add(seq, len(k.prompt)-1)
+	for i, k := range part {
+		p := k.prompt
+		shared := len(p) > 1 && ((i > 0 && part[i-1].c.Prompt == k.c.Prompt) || (i+1 < len(part) && part[i+1].c.Prompt == k.c.Prompt))
+		if !shared {
+			tr.batch.Add(append(append(make([]int32, 0, len(p)+len(k.c.Tokens)), p...), k.c.Tokens...), len(p)-1)
+			continue
+		}
+		if i == 0 || part[i-1].c.Prompt != k.c.Prompt {
+			tr.batch.Add(p[:len(p)-1], len(p)) // context only
+		}
+		tr.batch.AddContinuation(append(append(make([]int32, 0, 1+len(k.c.Tokens)), p[len(p)-1]), k.c.Tokens...), 0)
 	}
 	return &tr.batch
 }
@@ -294,7 +304,7 @@ func (tr *Trainer) referenceLogprobs(ctx context.Context, kept []*completion, te
 			return err
 		}
 		part := kept[lo:min(len(kept), lo+step)]
-		if err := tr.Ref.Forward(tr.pack(part), temperature, false, &tr.out); err != nil {
+		if err := tr.Ref.Score(tr.pack(part), temperature, false, &tr.out); err != nil {
 			return fmt.Errorf("grpo: reference forward: %w", err)
 		}
 		off := 0

@@ -184,7 +184,9 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		for j := range g {
 			k := i*g + j
 			if j > 0 {
-				m.CopySlot(s.kv, k, i*g, len(p))
+				if err := m.ShareSlot(s.kv, k, i*g, len(p)); err != nil {
+					return nil, err
+				}
 			}
 			b.Completions[k].Prompt = i
 			states[k] = completionState{c: &b.Completions[k], row: i, slot: int32(k), pos: int32(len(p)),

@@ -78,31 +78,34 @@ func Loss(ctx context.Context, m *gpt2.Model, docs []Doc, microTokens int) (floa
 }
 
 // run forwards docs in micro-batches of up to microTokens tokens and returns the summed
-// negative log-likelihood; with a non-zero weight it also runs the backward with that
-// weight on every scored token's log-probability.
+// negative log-likelihood; with a non-zero weight it also accumulates the gradient of that
+// weight times every scored token's log-probability. The gradient is the fused
+// forward-backward's: each chunk of LM-head logits becomes its gradient while it is in
+// memory, since a cross-entropy token's gradient (the weight) is known before the forward.
 func run(ctx context.Context, m *gpt2.Model, docs []Doc, microTokens int, weight float32) (float64, error) {
 	var b gpt2.Batch
 	var out gpt2.Output
-	var dlogp []float32
 	nll := 0.0
+	grad := func(_ int, _, _, dlogp, _ []float32) {
+		for i := range dlogp {
+			dlogp[i] = weight
+		}
+	}
 	flush := func() error {
 		if len(b.Tokens) == 0 {
 			return nil
 		}
-		if err := m.Forward(&b, 1, false, &out); err != nil {
+		var err error
+		if weight != 0 && len(b.Rows) > 0 {
+			err = m.ForwardBackward(&b, 1, false, grad, &out)
+		} else {
+			err = m.Score(&b, 1, false, &out)
+		}
+		if err != nil {
 			return err
 		}
 		for _, lp := range out.LogP {
 			nll -= float64(lp)
-		}
-		if weight != 0 && len(out.LogP) > 0 {
-			dlogp = dlogp[:0]
-			for range out.LogP {
-				dlogp = append(dlogp, weight)
-			}
-			if err := m.Backward(dlogp, nil); err != nil {
-				return err
-			}
 		}
 		b.Reset()
 		return nil

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
@@ -74,5 +75,49 @@ func TestMicroBatchingKeepsTheGradient(t *testing.T) {
 		if math.Abs(float64(a[i]-b[i])) > 1e-6 {
 			t.Fatalf("gradient %d: %g whole, %g micro-batched", i, a[i], b[i])
 		}
+	}
+}
+
+// counting is a CPU backend that records its largest allocation.
+type counting struct {
+	*cpu.CPU
+	largest int
+}
+
+func (c *counting) Alloc(n int) backend.Buf {
+	c.largest = max(c.largest, n)
+	return c.CPU.Alloc(n)
+}
+
+// TestStepHoldsOneLogitsChunk: a step over 600 scored tokens of GPT-2's vocabulary holds one
+// chunk of LM-head logits, never 600 × 50257 floats (120 MB), and Loss the same.
+func TestStepHoldsOneLogitsChunk(t *testing.T) {
+	cfg := gpt2.Config{VocabSize: 50257, MaxSeqLen: 64, NumLayers: 1, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
+	be := &counting{CPU: cpu.New(2)}
+	m, err := gpt2.New(be, cfg, gpt2.RandomParams(cfg, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _ := optim.NewAdamW(m, optim.DefaultAdamW())
+	r := rand.New(rand.NewPCG(3, 3))
+	var docs []Doc
+	for range 10 {
+		d := Doc{ScoreFrom: 3}
+		for range 64 {
+			d.Tokens = append(d.Tokens, int32(r.IntN(cfg.VocabSize)))
+		}
+		docs = append(docs, d)
+	}
+	m0, err := Step(context.Background(), m, opt, docs, Config{LR: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Loss(context.Background(), m, docs, 0); err != nil {
+		t.Fatal(err)
+	}
+	chunk := gpt2.HeadChunkBytes / 4
+	if rows := int(m0["tokens"]); be.largest > chunk || rows*cfg.VocabSize <= chunk {
+		t.Fatalf("largest allocation %d floats: one chunk of logits is at most %d, the batch's %d rows × V %d",
+			be.largest, chunk, rows, rows*cfg.VocabSize)
 	}
 }

@@ -1,34 +1,157 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/rookscript/rookscript/engine/backend"
 )
 
-// Attention over a packed batch, one (sequence, head) pair per work item. Each pair is a
-// few GEMMs over its (T, T) score matrix: the causal half above the diagonal is computed
-// and discarded, which costs less than Go loops would over the useful half. The forward
-// keeps only each row's log-sum-exp; the backward recomputes the probabilities from it
-// (as FlashAttention does), so activation memory stays O(rows), not O(Σ T²).
+// Attention over a packed batch, one (family, head) pair per work item, where a family is a
+// sequence and the sequences that continue it (backend.Pack.Prefix). Each sequence is a few
+// GEMMs over its score matrix — (T, T) for a sequence of its own, (T, P+T) for a continuation
+// of a prefix of P rows: the causal part above the diagonal is computed and discarded, which
+// costs less than Go loops would over the useful part. The forward keeps only each row's
+// log-sum-exp; the backward recomputes the probabilities from it (as FlashAttention does), so
+// activation memory stays O(rows), not O(Σ T²). A family is one work item because its
+// continuations add into the prefix's key and value gradients: in sequence order, whatever
+// the thread count.
 
 type attentionJob struct {
 	backward                  bool
 	out, lse, qkv, dqkv, dout []float32
 	start, lens               []int32
+	fam                       []int32 // family f: sequences fam[f] .. fam[f+1]-1, the first the prefix
 	nh, c                     int
 	scratch                   [][]float32
 }
 
 func (j *attentionJob) run(w, lo, hi int) {
 	for k := lo; k < hi; k++ {
-		i, h := k/j.nh, k%j.nh
+		f, h := k/j.nh, k%j.nh
+		first, end := int(j.fam[f]), int(j.fam[f+1])
+		ps, pl := int(j.start[first]), int(j.lens[first])
 		if j.backward {
-			j.backwardPair(j.scratch[w], int(j.start[i]), int(j.lens[i]), h)
+			j.backwardPair(j.scratch[w], ps, pl, h)
 		} else {
-			j.forwardPair(j.scratch[w], int(j.start[i]), int(j.lens[i]), h)
+			j.forwardPair(j.scratch[w], ps, pl, h)
+		}
+		for i := first + 1; i < end; i++ {
+			if j.backward {
+				j.backwardContinuation(j.scratch[w], ps, pl, int(j.start[i]), int(j.lens[i]), h)
+			} else {
+				j.forwardContinuation(j.scratch[w], ps, pl, int(j.start[i]), int(j.lens[i]), h)
+			}
 		}
 	}
+}
+
+// families groups the pack's sequences into families and returns their bounds and the
+// scratch (floats per worker) the largest sequence needs: its score matrix, (t, t) for a
+// sequence of its own and (t, p+t) for a continuation of p rows; the backward needs two and
+// a row term.
+func families(p backend.Pack, fam []int32, backward bool) ([]int32, int) {
+	fam = fam[:0]
+	need, root := 0, -1
+	for i, l := range p.Len {
+		t, w := int(l), int(l)
+		switch pre := p.PrefixOf(i); {
+		case pre < 0:
+			fam = append(fam, int32(i))
+			root = i
+		case pre == root:
+			w += int(p.Len[root])
+		default:
+			panic(fmt.Sprintf("cpu: sequence %d continues sequence %d, which is not the prefix before it", i, pre))
+		}
+		if backward {
+			need = max(need, 2*t*w+t)
+		} else {
+			need = max(need, t*w)
+		}
+	}
+	return append(fam, int32(len(p.Len))), need
+}
+
+// forwardContinuation: sequence rows s .. s+t-1 continue the prefix at rows ps .. ps+pl-1.
+// Scores are [Q·K_prefixᵀ | Q·K_ownᵀ] (t, pl+t), row r using pl + r + 1 of them.
+func (j *attentionJob) forwardContinuation(scr []float32, ps, pl, s, t, h int) {
+	_, kp, vp, hd, scale := j.views(ps, h)
+	q, k, v, _, _ := j.views(s, h)
+	c3, w := 3*j.c, pl+t
+	p := scr[:t*w]
+	sgemm(false, true, t, pl, hd, scale, q, c3, kp, c3, 0, p, w)
+	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p[pl:], w)
+	for r := 0; r < t; r++ {
+		row := p[r*w : (r+1)*w]
+		n := pl + r + 1
+		m := row[0]
+		for _, x := range row[1:n] {
+			m = max(m, x)
+		}
+		var sum float32
+		for x := 0; x < n; x++ {
+			e := expf(row[x] - m)
+			row[x] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for x := 0; x < n; x++ {
+			row[x] *= inv
+		}
+		clear(row[n:])
+		j.lse[(s+r)*j.nh+h] = m + float32(math.Log(float64(sum)))
+	}
+	out := j.out[s*j.c+h*hd:]
+	sgemm(false, false, t, hd, pl, 1, p, w, vp, c3, 0, out, j.c)
+	sgemm(false, false, t, hd, t, 1, p[pl:], w, v, c3, 1, out, j.c)
+}
+
+// backwardContinuation is forwardContinuation's backward: it writes the continuation's dq,
+// dk, dv and adds into the prefix's dk, dv (which the prefix's own backward wrote first).
+func (j *attentionJob) backwardContinuation(scr []float32, ps, pl, s, t, h int) {
+	_, kp, vp, hd, scale := j.views(ps, h)
+	q, k, v, _, _ := j.views(s, h)
+	c3, w := 3*j.c, pl+t
+	p, dp, dd := scr[:t*w], scr[t*w:2*t*w], scr[2*t*w:2*t*w+t]
+	dy := j.dout[s*j.c+h*hd:]
+	y := j.out[s*j.c+h*hd:]
+	base, pbase := s*c3+h*hd, ps*c3+h*hd
+	dq, dk, dv := j.dqkv[base:], j.dqkv[base+j.c:], j.dqkv[base+2*j.c:]
+	dkp, dvp := j.dqkv[pbase+j.c:], j.dqkv[pbase+2*j.c:]
+
+	sgemm(false, true, t, pl, hd, scale, q, c3, kp, c3, 0, p, w)
+	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p[pl:], w)
+	for r := 0; r < t; r++ {
+		row := p[r*w : (r+1)*w]
+		n := pl + r + 1
+		l := j.lse[(s+r)*j.nh+h]
+		for x := 0; x < n; x++ {
+			row[x] = expf(row[x] - l)
+		}
+		clear(row[n:])
+		var d float32
+		for e := 0; e < hd; e++ {
+			d += dy[r*j.c+e] * y[r*j.c+e]
+		}
+		dd[r] = d
+	}
+	sgemm(false, true, t, pl, hd, 1, dy, j.c, vp, c3, 0, dp, w)    // dP = dY·Vᵀ, prefix part
+	sgemm(false, true, t, t, hd, 1, dy, j.c, v, c3, 0, dp[pl:], w) // and own part
+	sgemm(true, false, pl, hd, t, 1, p, w, dy, j.c, 1, dvp, c3)    // dV_prefix += Pᵀ·dY
+	sgemm(true, false, t, hd, t, 1, p[pl:], w, dy, j.c, 0, dv, c3) // dV = Pᵀ·dY
+	for r := 0; r < t; r++ {
+		prow, drow := p[r*w:(r+1)*w], dp[r*w:(r+1)*w]
+		n := pl + r + 1
+		for x := 0; x < n; x++ {
+			drow[x] = prow[x] * (drow[x] - dd[r])
+		}
+		clear(drow[n:])
+	}
+	sgemm(false, false, t, hd, pl, scale, dp, w, kp, c3, 0, dq, c3) // dQ = dS·K
+	sgemm(false, false, t, hd, t, scale, dp[pl:], w, k, c3, 1, dq, c3)
+	sgemm(true, false, pl, hd, t, scale, dp, w, q, c3, 1, dkp, c3)    // dK_prefix += dSᵀ·Q
+	sgemm(true, false, t, hd, t, scale, dp[pl:], w, q, c3, 0, dk, c3) // dK = dSᵀ·Q
 }
 
 func (j *attentionJob) views(s, h int) (q, k, v []float32, hd int, scale float32) {
@@ -109,29 +232,23 @@ func (j *attentionJob) backwardPair(scr []float32, s, t, h int) {
 	sgemm(true, false, t, hd, t, scale, dp, t, q, c3, 0, dk, c3)  // dK = dSᵀ·Q
 }
 
-func maxLen(p backend.Pack) int {
-	m := 0
-	for _, l := range p.Len {
-		m = max(m, int(l))
-	}
-	return m
-}
-
 func (c *CPU) Attention(out, lse, qkv backend.Buf, p backend.Pack, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := maxLen(p)
-	c.att = attentionJob{out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, nh: nh, c: ch, scratch: c.scratchFor(t * t)}
-	c.pool.run(&c.att, len(p.Len)*nh, 1)
+	fam, need := families(p, c.fam, false)
+	c.fam = fam
+	c.att = attentionJob{out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, fam: fam, nh: nh, c: ch, scratch: c.scratchFor(need)}
+	c.pool.run(&c.att, (len(fam)-1)*nh, 1)
 	c.att = attentionJob{}
 }
 
 func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend.Pack, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := maxLen(p)
-	c.att = attentionJob{backward: true, dqkv: dqkv.F32(), dout: dout.F32(), out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, nh: nh, c: ch, scratch: c.scratchFor(2*t*t + t)}
-	c.pool.run(&c.att, len(p.Len)*nh, 1)
+	fam, need := families(p, c.fam, true)
+	c.fam = fam
+	c.att = attentionJob{backward: true, dqkv: dqkv.F32(), dout: dout.F32(), out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, fam: fam, nh: nh, c: ch, scratch: c.scratchFor(need)}
+	c.pool.run(&c.att, (len(fam)-1)*nh, 1)
 	c.att = attentionJob{}
 }
 
@@ -141,6 +258,7 @@ func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend
 type decodeJob struct {
 	out, qkv, kc, vc []float32
 	slot, pos        []int32
+	shared           []int32 // KV.Shared, nil when no slot shares
 	nh, c, cap       int
 	scratch          [][]float32
 }
@@ -149,9 +267,15 @@ func (j *decodeJob) run(w, lo, hi int) {
 	hd := j.c / j.nh
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for i := lo; i < hi; i++ {
-		n := int(j.pos[i]) + 1
-		base := int(j.slot[i]) * j.cap * j.c
-		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[base:], j.vc[base:], n, j.nh, hd, j.c, scale, j.scratch[w][:n])
+		n, s := int(j.pos[i])+1, int(j.slot[i])
+		src, n1 := s, 0
+		if j.shared != nil {
+			src, n1 = int(j.shared[2*s]), int(j.shared[2*s+1])
+		}
+		n1 = min(n1, n)
+		base, sbase := s*j.cap*j.c, src*j.cap*j.c
+		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
+			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh])
 	}
 }
 
@@ -173,7 +297,10 @@ func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, 
 func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos backend.I32, n, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap)}
+	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap * nh)}
+	if kv.Shared.M != nil {
+		c.dec.shared = kv.Shared.Ints()
+	}
 	c.pool.run(&c.dec, n, 1)
 	c.dec = decodeJob{}
 }

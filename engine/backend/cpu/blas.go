@@ -35,5 +35,8 @@ func BLASThreads() int { return int(C.openblas_get_num_threads()) }
 // SetBLASThreads sets the number of threads OpenBLAS uses for one GEMM.
 func SetBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
 
+// blasCoreName is the family of processors whose kernels OpenBLAS runs.
+func blasCoreName() string { return C.GoString(C.openblas_get_corename()) }
+
 // BLASConfig describes the OpenBLAS build (architecture kernel, threading).
 func BLASConfig() string { return C.GoString(C.openblas_get_config()) }

@@ -25,11 +25,15 @@ type CPU struct {
 	rows  rowsJob
 	bgrad biasGradJob
 	gm    gemmJob
+	ntj   ntJob
+	tr    transposeJob
 	sm    softmaxJob
 
 	partials []float64 // per-chunk reduction results
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db
 	lpSums   []float64 // LogProbs per-row sums
+	fam      []int32   // attention's families of sequences
+	gemmScr  []float32 // a transposed weight block for dx = dy·w
 	scratch  [][]float32
 }
 
@@ -40,6 +44,7 @@ func New(threads int) *CPU {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	blasCore.Do(fixBLASCore)
 	// Parallelism is ours: OpenBLAS runs single-threaded inside pool workers (see gemmJob).
 	SetBLASThreads(1)
 	hasAVX2() // detect the processor's vector support once, before workers run kernels
@@ -103,6 +108,14 @@ func (c *CPU) scratchFor(n int) [][]float32 {
 		c.scratch[w] = c.scratch[w][:n]
 	}
 	return c.scratch
+}
+
+// gemmScratch returns MatMulBackward's scratch of n floats.
+func (c *CPU) gemmScratch(n int) []float32 {
+	if cap(c.gemmScr) < n {
+		c.gemmScr = make([]float32, n)
+	}
+	return c.gemmScr[:n]
 }
 
 // growZero returns (*s)[:n] zeroed, growing *s if needed.

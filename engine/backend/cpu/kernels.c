@@ -342,13 +342,6 @@ __attribute__((target("avx2"))) static float dot_avx2(const float *a, const floa
 	return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
-__attribute__((target("avx2"))) static void axpy_avx2(float *y, float a, const float *x, long n, long *done) {
-	const __m256 A = _mm256_set1_ps(a);
-	long i = 0;
-	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(A, _mm256_loadu_ps(x + i))));
-	*done = i;
-}
-
 // dot: eight lanes (element i in lane i mod 8), reduced pairwise, then the tail in order —
 // the same arithmetic on both paths.
 static float dot(const float *a, const float *b, long n) {
@@ -366,30 +359,45 @@ static float dot(const float *a, const float *b, long n) {
 	return s;
 }
 
+__attribute__((target("avx2"))) static void axpy_avx2(float *y, float a, const float *x, long n, long *done) {
+	const __m256 A = _mm256_set1_ps(a);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(A, _mm256_loadu_ps(x + i))));
+	*done = i;
+}
+
 static void axpy(float *y, float a, const float *x, long n) {
 	long i = 0;
 	if (avx2()) axpy_avx2(y, a, x, n, &i);
 	for (; i < n; i++) y[i] += a * x[i];
 }
 
-void rk_attention_decode(float *out, const float *q, const float *k, const float *v, long n, long nh, long hd,
-                         long ld, float scale, float *scratch) {
+// Position by position, every head at once: each cached key and value row is read once, in
+// address order (a head's slice of each row, one row after another, would stride through
+// memory nh times over). Positions j < n1 come from k1, v1 (a prefix shared with other rows),
+// the rest from k2, v2. scratch holds nh·n scores.
+void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch) {
+	long n = n1 + n2;
+	for (long j = 0; j < n; j++) {
+		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
+		for (long h = 0; h < nh; h++) scratch[h * n + j] = scale * dot(q + h * hd, k + h * hd, hd);
+	}
 	for (long h = 0; h < nh; h++) {
-		const float *qh = q + h * hd;
+		float *s = scratch + h * n;
 		float m = -INFINITY;
-		for (long j = 0; j < n; j++) {
-			float s = scale * dot(qh, k + j * ld + h * hd, hd);
-			scratch[j] = s;
-			m = s > m || s != s ? s : m;
-		}
+		for (long j = 0; j < n; j++) m = s[j] > m || s[j] != s[j] ? s[j] : m;
 		float sum = 0;
 		for (long j = 0; j < n; j++) {
-			scratch[j] = exp1(scratch[j] - m);
-			sum += scratch[j];
+			s[j] = exp1(s[j] - m);
+			sum += s[j];
 		}
 		float inv = 1.0f / sum;
-		float *oh = out + h * hd;
-		memset(oh, 0, hd * sizeof(float));
-		for (long j = 0; j < n; j++) axpy(oh, scratch[j] * inv, v + j * ld + h * hd, hd);
+		for (long j = 0; j < n; j++) s[j] *= inv;
+	}
+	memset(out, 0, nh * hd * sizeof(float));
+	for (long j = 0; j < n; j++) {
+		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
+		for (long h = 0; h < nh; h++) axpy(out + h * hd, scratch[h * n + j], v + h * hd, hd);
 	}
 }

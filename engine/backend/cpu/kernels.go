@@ -7,7 +7,10 @@ package cpu
 */
 import "C"
 
-import "unsafe"
+import (
+	"sync"
+	"unsafe"
+)
 
 func fptr(x []float32) *C.float { return (*C.float)(unsafe.Pointer(unsafe.SliceData(x))) }
 
@@ -41,10 +44,50 @@ func cSoftmax(out, x []float32, scale float32) float32 {
 	return float32(C.rk_softmax(fptr(out), fptr(x), C.long(len(x)), C.float(scale)))
 }
 
-func cAttentionDecode(out, q, k, v []float32, n, nh, hd, ld int, scale float32, scratch []float32) {
-	C.rk_attention_decode(fptr(out), fptr(q), fptr(k), fptr(v), C.long(n), C.long(nh), C.long(hd), C.long(ld),
-		C.float(scale), fptr(scratch))
+// cAttentionDecode attends over n1 positions at k1, v1 then n2 at k2, v2 (row stride ld).
+func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch []float32) {
+	C.rk_attention_decode(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
+		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
 }
+
+// cGemmNT computes out[i][j] (+)= a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c); ref
+// selects the portable arithmetic instead of the AVX-512 kernel.
+func cGemmNT(out, a, w []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool) {
+	if m == 0 || j1 <= j0 {
+		return
+	}
+	if ref {
+		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
+		return
+	}
+	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
+}
+
+// cTranspose writes the transpose of the rows × cols block of src (row stride lds) into dst
+// (row stride ldd).
+func cTranspose(dst, src []float32, rows, cols, lds, ldd int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	C.rk_transpose(fptr(dst), fptr(src), C.long(rows), C.long(cols), C.long(lds), C.long(ldd))
+}
+
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// blasCore runs fixBLASCore once, before the first backend (and so the first BLAS call).
+var blasCore sync.Once
+
+// fixBLASCore makes OpenBLAS use its kernels for the processor's family where it fell back to
+// its slowest ones for a processor newer than itself (blas_core.c).
+func fixBLASCore() { C.rk_blas_fix_core() }
+
+// hasAVX512 reports whether the small-row GEMM kernel can run.
+func hasAVX512() bool { return C.rk_has_avx512() != 0 }
 
 // hasAVX2 reports whether the vectorised kernel paths are in use.
 func hasAVX2() bool { return C.rk_has_avx2() != 0 }

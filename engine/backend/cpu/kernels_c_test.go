@@ -47,7 +47,8 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 		res = append(res, sm, []float32{lse})
 		const nh, hd, pos = 3, 20, 7 // hd not a multiple of 8: both paths run a tail
 		att := make([]float32, nh*hd)
-		cAttentionDecode(att, y[:nh*hd], x[:pos*nh*hd], x[500:500+pos*nh*hd], pos, nh, hd, nh*hd, 0.3, make([]float32, pos))
+		cAttentionDecode(att, y[:nh*hd], x[:3*nh*hd], x[500:500+3*nh*hd], 3, x[200:200+(pos-3)*nh*hd], x[700:700+(pos-3)*nh*hd], pos-3,
+			nh, hd, nh*hd, 0.3, make([]float32, nh*pos))
 		res = append(res, att)
 		g := append([]float32(nil), x...)
 		cLogProbBackward(g, 0.7, mx+float32(math.Log(s)), 0.3, -0.2, 1.1)

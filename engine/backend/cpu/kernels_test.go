@@ -196,31 +196,42 @@ func sumCol(x []float32, cols, col int) float32 {
 	return s
 }
 
-// naiveAttention is causal multi-head attention over one packed batch in float64.
+// naiveAttention is causal multi-head attention over one packed batch in float64; a
+// continuation's rows see its prefix's rows first.
 func naiveAttention(qkv []float32, p backend.Pack, nh, c int) []float64 {
 	hd := c / nh
 	out := make([]float64, p.Rows()*c)
 	for i := range p.Start {
 		s, t := int(p.Start[i]), int(p.Len[i])
+		var keys []int // rows this sequence's rows see before their own
+		if pre := p.PrefixOf(i); pre >= 0 {
+			for r := range int(p.Len[pre]) {
+				keys = append(keys, int(p.Start[pre])+r)
+			}
+		}
 		for h := range nh {
 			for q := range t {
-				sc := make([]float64, q+1)
-				m := math.Inf(-1)
+				ks := keys
 				for k := 0; k <= q; k++ {
+					ks = append(ks[:len(ks):len(ks)], s+k)
+				}
+				sc := make([]float64, len(ks))
+				m := math.Inf(-1)
+				for x, k := range ks {
 					for e := range hd {
-						sc[k] += float64(qkv[(s+q)*3*c+h*hd+e]) * float64(qkv[(s+k)*3*c+c+h*hd+e])
+						sc[x] += float64(qkv[(s+q)*3*c+h*hd+e]) * float64(qkv[k*3*c+c+h*hd+e])
 					}
-					sc[k] /= math.Sqrt(float64(hd))
-					m = max(m, sc[k])
+					sc[x] /= math.Sqrt(float64(hd))
+					m = max(m, sc[x])
 				}
 				z := 0.0
-				for k := range sc {
-					sc[k] = math.Exp(sc[k] - m)
-					z += sc[k]
+				for x := range sc {
+					sc[x] = math.Exp(sc[x] - m)
+					z += sc[x]
 				}
-				for k := range sc {
+				for x, k := range ks {
 					for e := range hd {
-						out[(s+q)*c+h*hd+e] += sc[k] / z * float64(qkv[(s+k)*3*c+2*c+h*hd+e])
+						out[(s+q)*c+h*hd+e] += sc[x] / z * float64(qkv[k*3*c+2*c+h*hd+e])
 					}
 				}
 			}
@@ -229,10 +240,25 @@ func naiveAttention(qkv []float32, p backend.Pack, nh, c int) []float64 {
 	return out
 }
 
+// TestAttention: forward against the direct formula and backward against finite differences,
+// for sequences of their own and for continuations of a shared prefix (a GRPO group: a prompt
+// and its completions), mixed in one pack.
 func TestAttention(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		p    backend.Pack
+	}{
+		{"sequences", backend.Pack{Start: []int32{0, 3, 4}, Len: []int32{3, 1, 6}}},
+		{"prefixes", backend.Pack{Start: []int32{0, 3, 4, 9, 11, 12, 15}, Len: []int32{3, 1, 5, 2, 1, 3, 4},
+			Prefix: []int32{-1, -1, 1, 1, 1, -1, 5}}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testAttention(t, c.p) })
+	}
+}
+
+func testAttention(t *testing.T, p backend.Pack) {
 	c, r := New(2), rand.New(rand.NewPCG(7, 8))
 	const nh, ch = 2, 10
-	p := backend.Pack{Start: []int32{0, 3, 4}, Len: []int32{3, 1, 6}}
 	n := p.Rows()
 	qkv := randVec(r, n*3*ch, 1)
 	dout := randVec(r, n*ch, 1)
@@ -249,6 +275,55 @@ func TestAttention(t *testing.T) {
 	dqkv := c.Alloc(n * 3 * ch)
 	c.AttentionBackward(dqkv, buf(c, dout), out, lse, bq, p, nh, ch)
 	checkFD(t, "dqkv", bq.F32(), dqkv.F32(), forward, 1e-2, 2e-3)
+}
+
+// TestAttentionPrefixIsConcatenation: a continuation of a prefix gives, row for row, what the
+// prefix followed by the continuation gives as one sequence: outputs, and the gradients of
+// its own rows; the prefix's gradients are those of all its copies summed.
+func TestAttentionPrefixIsConcatenation(t *testing.T) {
+	c, r := New(3), rand.New(rand.NewPCG(15, 16))
+	const nh, ch, pl = 3, 12, 5
+	conts := []int{4, 1, 6}
+	shared := backend.Pack{Start: []int32{0}, Len: []int32{pl}, Prefix: []int32{-1}}
+	var whole backend.Pack
+	prefix := randVec(r, pl*3*ch, 1)
+	var qs, qw, ds, dw []float32 // qkv and dout of the shared and the whole layout
+	qs = append(qs, prefix...)
+	ds = append(ds, make([]float32, pl*ch)...)
+	for _, l := range conts {
+		rows, dy := randVec(r, l*3*ch, 1), randVec(r, l*ch, 1)
+		shared.Start, shared.Len, shared.Prefix = append(shared.Start, int32(len(qs)/(3*ch))), append(shared.Len, int32(l)), append(shared.Prefix, 0)
+		qs, ds = append(qs, rows...), append(ds, dy...)
+		whole.Start, whole.Len = append(whole.Start, int32(len(qw)/(3*ch))), append(whole.Len, int32(pl+l))
+		qw, dw = append(append(qw, prefix...), rows...), append(append(dw, make([]float32, pl*ch)...), dy...)
+	}
+	run := func(p backend.Pack, qkv, dout []float32) (out, dqkv []float32) {
+		n := p.Rows()
+		o, lse, dq := c.Alloc(n*ch), c.Alloc(n*nh), c.Alloc(n*3*ch)
+		c.Attention(o, lse, buf(c, qkv), p, nh, ch)
+		c.AttentionBackward(dq, buf(c, dout), o, lse, buf(c, qkv), p, nh, ch)
+		return o.F32(), dq.F32()
+	}
+	os, gs := run(shared, qs, ds)
+	ow, gw := run(whole, qw, dw)
+	near := func(what string, a, b []float32) {
+		t.Helper()
+		for i := range a {
+			if d := math.Abs(float64(a[i] - b[i])); d > 1e-6 {
+				t.Fatalf("%s element %d: shared %g, whole %g", what, i, a[i], b[i])
+			}
+		}
+	}
+	prefixGrad := make([]float32, pl*3*ch)
+	for i, l := range conts {
+		s, w := int(shared.Start[i+1]), int(whole.Start[i])
+		near("output", os[s*ch:(s+l)*ch], ow[(w+pl)*ch:(w+pl+l)*ch])
+		near("own gradient", gs[s*3*ch:(s+l)*3*ch], gw[(w+pl)*3*ch:(w+pl+l)*3*ch])
+		for k := range prefixGrad {
+			prefixGrad[k] += gw[w*3*ch+k]
+		}
+	}
+	near("prefix gradient", gs[:pl*3*ch], prefixGrad)
 }
 
 func TestAttentionDecodeMatchesPacked(t *testing.T) {
@@ -284,6 +359,46 @@ func TestAttentionDecodeMatchesPacked(t *testing.T) {
 			for e := range ch {
 				if d := math.Abs(float64(dec.F32()[k*ch+e] - out.F32()[row*ch+e])); d > 1e-6 {
 					t.Fatalf("step %d row %d: decode %g vs packed %g", step, row, dec.F32()[k*ch+e], out.F32()[row*ch+e])
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionDecodeSharedPrefix: two samples of one prompt, the prompt's keys and values
+// cached once in slot 2 and shared by slot 0: decoding each sample's tokens gives the packed
+// attention over prompt + sample.
+func TestAttentionDecodeSharedPrefix(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(23, 24))
+	const nh, ch, capacity, pl = 2, 16, 12, 5
+	prompt := randVec(r, pl*3*ch, 1)
+	samples := [][]float32{randVec(r, 4*3*ch, 1), randVec(r, 6*3*ch, 1)}
+	slots := []int32{2, 0} // sample 0 continues in the prompt's own slot, sample 1 in slot 0
+	kv := backend.KV{K: c.Alloc(3 * capacity * ch), V: c.Alloc(3 * capacity * ch), Cap: capacity, Shared: c.AllocI32(6)}
+	kv.Shared.Ints()[0], kv.Shared.Ints()[1] = 2, pl // slot 0 reads positions < 5 from slot 2
+	pos := make([]int32, pl)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	two := make([]int32, pl)
+	for i := range two {
+		two[i] = 2
+	}
+	c.KVWrite(kv, buf(c, prompt), ibuf(c, two), ibuf(c, pos), pl, ch)
+	for i, smp := range samples {
+		rows := len(smp) / (3 * ch)
+		full := append(append([]float32{}, prompt...), smp...)
+		want := c.Alloc((pl + rows) * ch)
+		c.Attention(want, c.Alloc((pl+rows)*nh), buf(c, full), backend.Pack{Start: []int32{0}, Len: []int32{int32(pl + rows)}}, nh, ch)
+		for k := range rows {
+			q := buf(c, smp[k*3*ch:(k+1)*3*ch])
+			sl, ps := ibuf(c, []int32{slots[i]}), ibuf(c, []int32{int32(pl + k)})
+			c.KVWrite(kv, q, sl, ps, 1, ch)
+			got := c.Alloc(ch)
+			c.AttentionDecode(got, q, kv, sl, ps, 1, nh, ch)
+			for e := range ch {
+				if d := math.Abs(float64(got.F32()[e] - want.F32()[(pl+k)*ch+e])); d > 1e-6 {
+					t.Fatalf("sample %d token %d: decode %g, packed %g", i, k, got.F32()[e], want.F32()[(pl+k)*ch+e])
 				}
 			}
 		}

@@ -92,6 +92,81 @@ func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32,
 	c.gm = gemmJob{}
 }
 
+// ntJob runs the packing-free kernel of gemm_small.c over column ranges: part p computes the
+// output columns [p·size, (p+1)·size), reading only its rows of w.
+type ntJob struct {
+	out, a, w     []float32
+	m, n, k       int
+	lda, ldw, ldo int
+	size          int
+	acc           bool
+}
+
+func (j *ntJob) run(_, lo, hi int) {
+	for p := lo; p < hi; p++ {
+		j0, j1 := p*j.size, min(j.n, (p+1)*j.size)
+		cGemmNT(j.out, j.a, j.w, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, j.acc, false)
+	}
+}
+
+// nt computes out (m, n; row stride ldo) = a·wᵀ (+ out when acc), a (m, k) and w (n, k) of row
+// strides lda and ldw, on the pool: each part a run of columns (whole tiles of the kernel, and
+// several parts per worker when the columns are many, so that a worker slowed by the rest of
+// the machine holds up less). A column's result does not depend on the split.
+func (c *CPU) nt(out, a, w []float32, m, n, k, lda, ldw, ldo int, acc bool) {
+	parts := c.pool.workers
+	if m*n*k < gemmMinWork {
+		parts = 1
+	} else if n >= 16*ntColumns*parts {
+		parts *= 4
+	}
+	size := (n + parts - 1) / parts
+	size = (size + ntColumns - 1) / ntColumns * ntColumns
+	c.ntj = ntJob{out: out, a: a, w: w, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size, acc: acc}
+	c.pool.run(&c.ntj, (n+size-1)/size, 1)
+	c.ntj = ntJob{}
+}
+
+// transposeJob writes the transpose of src's rows [lo, hi) (cols each) into dst's columns.
+type transposeJob struct {
+	dst, src       []float32
+	cols, lds, ldd int
+}
+
+func (j *transposeJob) run(_, lo, hi int) {
+	cTranspose(j.dst[lo:], j.src[lo*j.lds:], hi-lo, j.cols, j.lds, j.ldd)
+}
+
+// transpose writes the (cols, rows) transpose of src (rows × cols, stride lds) into dst
+// (stride ldd), the rows shared over the pool.
+func (c *CPU) transpose(dst, src []float32, rows, cols, lds, ldd int) {
+	c.tr = transposeJob{dst: dst, src: src, cols: cols, lds: lds, ldd: ldd}
+	c.pool.run(&c.tr, rows, 64)
+	c.tr = transposeJob{}
+}
+
+// dxBlock is the inner-dimension block of dx = dy·w through the packing-free kernel: w's rows
+// [o, o+dxBlock) are transposed into scratch (ch × dxBlock floats) and multiplied in, block
+// after block, so the scratch stays small even for the tied embedding (V rows).
+const dxBlock = 1024
+
+// useNT says whether MatMul may run gemm_small.c's kernel (AVX-512) rather than OpenBLAS;
+// tests switch it to compare the two.
+var useNT = hasAVX512()
+
+// ntMaxRows is the most rows for which MatMul (and the input gradient of MatMulBackward) take
+// the packing-free kernel: a decode step's products. Above it OpenBLAS's packed panels pay
+// for their copy and its kernels run faster (on this project's AVX-512 machine, per core:
+// 115 against 105 GFLOP/s at 64 rows, 115 against 150 at 768).
+const ntMaxRows = 96
+
+// ntFor says whether a product of n rows runs the packing-free kernel.
+func ntFor(n int) bool { return useNT && n <= ntMaxRows }
+
+// ntColumns is the column grain of a MatMul part: whole tiles of the kernel, and few enough
+// parts per worker that each streams a long run of weight rows.
+const ntColumns = 64
+
 func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -103,6 +178,10 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 		c.bias = biasJob{}
 		beta = 1
 	}
+	if ntFor(n) {
+		c.nt(o, inp.F32(), w.F32(), n, oc, ch, ch, ch, oc, beta == 1)
+		return
+	}
 	c.gemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
 }
 
@@ -110,7 +189,18 @@ func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, o
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := dout.F32()[:n*oc]
-	if !dinp.Nil() {
+	switch {
+	case dinp.Nil():
+	case ntFor(n):
+		// dx[i][j] = Σ_o dy[i][o]·w[o][j]: with w's block transposed, a product of rows.
+		kb := min(dxBlock, oc)
+		wt := c.gemmScratch(ch * kb)
+		for o := 0; o < oc; o += kb {
+			k := min(kb, oc-o)
+			c.transpose(wt, w.F32()[o*ch:], k, ch, ch, k)
+			c.nt(dinp.F32(), d[o:], wt, n, ch, k, oc, k, ch, o > 0)
+		}
+	default:
 		c.gemm(false, false, n, ch, oc, 1, d, oc, w.F32(), ch, 0, dinp.F32(), ch)
 	}
 	c.gemm(true, false, oc, ch, n, 1, d, oc, inp.F32(), ch, 1, dw.F32(), ch)

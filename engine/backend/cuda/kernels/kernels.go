@@ -43,7 +43,7 @@ var (
 	AttentionBackwardDQ = Kernel{"rkcu_attention_backward_dq", "FFFFFFIiiii"}
 	AttentionBackwardKV = Kernel{"rkcu_attention_backward_dkv", "FFFFFIiiii"}
 	KVWrite             = Kernel{"rkcu_kv_write", "FFFIIiiii"}
-	AttentionDecode     = Kernel{"rkcu_attention_decode", "FFFFIIiiiii"}
+	AttentionDecode     = Kernel{"rkcu_attention_decode", "FFFFIIIiiiii"}
 	LogProbsForward     = Kernel{"rkcu_logprobs_forward", "FFFFIiif"}
 	LogProbsBackward    = Kernel{"rkcu_logprobs_backward", "FFFFFIiif"}
 	Softmax             = Kernel{"rkcu_softmax", "FFFiif"}
@@ -64,29 +64,20 @@ var All = []Kernel{
 //go:embed sm_80.ptx
 var ptx80 string
 
-//go:embed sm_90.ptx
-var ptx90 string
-
 // PTX returns the PTX module for a device of compute capability major.minor and the target
-// it was compiled for. PTX is forward compatible: the driver JIT-compiles sm_90 PTX for newer
-// GPUs, and sm_80 PTX serves every 8.x device.
+// it was compiled for. PTX is forward compatible: the driver JIT-compiles the sm_80 PTX for
+// every 8.x device and every later architecture (Hopper, Blackwell, ...).
 func PTX(major, minor int) (ptx, arch string, err error) {
-	switch {
-	case major >= 9:
-		return ptx90, "sm_90", nil
-	case major == 8:
+	if major >= 8 {
 		return ptx80, "sm_80", nil
 	}
 	return "", "", fmt.Errorf("compute capability %d.%d is not supported: the kernels are built for sm_80 (Ampere) and newer", major, minor)
 }
 
-// Source returns the embedded PTX of arch ("sm_80" or "sm_90").
+// Source returns the embedded PTX of arch (only "sm_80").
 func Source(arch string) (string, bool) {
-	switch arch {
-	case "sm_80":
+	if arch == "sm_80" {
 		return ptx80, true
-	case "sm_90":
-		return ptx90, true
 	}
 	return "", false
 }

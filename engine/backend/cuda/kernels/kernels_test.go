@@ -75,7 +75,7 @@ func TestPTXForCapability(t *testing.T) {
 	for _, c := range []struct {
 		major, minor int
 		arch         string
-	}{{8, 0, "sm_80"}, {8, 6, "sm_80"}, {8, 9, "sm_80"}, {9, 0, "sm_90"}, {10, 0, "sm_90"}, {12, 0, "sm_90"}} {
+	}{{8, 0, "sm_80"}, {8, 6, "sm_80"}, {8, 9, "sm_80"}, {9, 0, "sm_80"}, {10, 0, "sm_80"}, {12, 0, "sm_80"}} {
 		if _, arch, err := PTX(c.major, c.minor); err != nil || arch != c.arch {
 			t.Errorf("PTX(%d.%d) = %s, %v; want %s", c.major, c.minor, arch, err, c.arch)
 		}

@@ -37,7 +37,9 @@ type Backend struct {
 	// The pack whose bounds are on the device, so that the 2·L attention calls of a step
 	// upload them once.
 	packStart, packLen []int32
-	packTmax           int
+	packPrefix         []int32
+	packKeys           int // the most keys of a query row
+	packQueries        int // the most queries of a key row
 	hostBounds         []int32
 }
 
@@ -94,12 +96,17 @@ func argF(x backend.Buf) Arg {
 	return Arg{uint64(addrF(x)), 'F'}
 }
 
-func argI(x backend.I32) Arg { return Arg{uint64(addrI(x)), 'I'} }
-func argD(p uintptr) Arg     { return Arg{uint64(p), 'D'} }
-func argPF(p uintptr) Arg    { return Arg{uint64(p), 'F'} }
-func argPI(p uintptr) Arg    { return Arg{uint64(p), 'I'} }
-func argL(v int) Arg         { return Arg{uint64(int64(v)), 'l'} }
-func argF32(v float32) Arg   { return Arg{uint64(math.Float32bits(v)), 'f'} }
+func argI(x backend.I32) Arg {
+	if x.M == nil {
+		return Arg{0, 'I'}
+	}
+	return Arg{uint64(addrI(x)), 'I'}
+}
+func argD(p uintptr) Arg   { return Arg{uint64(p), 'D'} }
+func argPF(p uintptr) Arg  { return Arg{uint64(p), 'F'} }
+func argPI(p uintptr) Arg  { return Arg{uint64(p), 'I'} }
+func argL(v int) Arg       { return Arg{uint64(int64(v)), 'l'} }
+func argF32(v float32) Arg { return Arg{uint64(math.Float32bits(v)), 'f'} }
 func argInt(v int) Arg {
 	if v < math.MinInt32 || v > math.MaxInt32 {
 		panic(fmt.Sprintf("cuda: kernel argument %d does not fit in an int", v))
@@ -391,43 +398,68 @@ func (b *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, c
 
 // Attention.
 
-// packBounds puts each row's sequence bounds on the device (if the pack changed) and
-// returns them with the longest sequence length.
-func (b *Backend) packBounds(p backend.Pack) (uintptr, int) {
+// packBounds puts each row's six bounds on the device (if the pack changed; see
+// kernels/attention.cu) and returns them with the most keys of a query row and the most
+// queries of a key row.
+func (b *Backend) packBounds(p backend.Pack) (uintptr, int, int) {
 	n := p.Rows()
-	if len(p.Start) != len(p.Len) {
-		panic("cuda: Pack with different Start and Len lengths")
+	if len(p.Start) != len(p.Len) || (p.Prefix != nil && len(p.Prefix) != len(p.Len)) {
+		panic("cuda: Pack with Start, Len and Prefix of different lengths")
 	}
-	if b.bounds != nil && equal(b.packStart, p.Start) && equal(b.packLen, p.Len) {
-		return b.bounds.Dev, b.packTmax
+	if b.bounds != nil && equal(b.packStart, p.Start) && equal(b.packLen, p.Len) && equal(b.packPrefix, p.Prefix) &&
+		(b.packPrefix == nil) == (p.Prefix == nil) {
+		return b.bounds.Dev, b.packKeys, b.packQueries
 	}
 	hb := b.hostBounds[:0]
-	for range 2 * n {
+	for range 6 * n {
 		hb = append(hb, -1)
 	}
-	tmax := 0
+	keys, queries := 0, 0
+	root := -1
 	for i, s := range p.Start {
 		l := p.Len[i]
 		if s < 0 || l < 0 || int(s+l) > n {
 			panic(fmt.Sprintf("cuda: Pack sequence %d (start %d, length %d) outside %d rows", i, s, l, n))
 		}
+		ps, pe := s, s // no prefix: an empty run of keys
+		switch pre := p.PrefixOf(i); {
+		case pre < 0:
+			root = i
+		case pre != root:
+			panic(fmt.Sprintf("cuda: Pack sequence %d continues sequence %d, which is not the prefix before it", i, pre))
+		default:
+			ps, pe = p.Start[pre], p.Start[pre]+p.Len[pre]
+			// The prefix's rows see this sequence's rows as later queries.
+			for r := ps; r < pe; r++ {
+				if hb[6*r+4] < 0 {
+					hb[6*r+4] = s
+				}
+				hb[6*r+5] = s + l
+				queries = max(queries, int(pe-r)+int(s+l-hb[6*r+4]))
+			}
+		}
 		for r := s; r < s+l; r++ {
-			if hb[2*r] >= 0 {
+			if hb[6*r] >= 0 {
 				panic(fmt.Sprintf("cuda: Pack sequences overlap at row %d", r))
 			}
-			hb[2*r], hb[2*r+1] = s, s+l
+			hb[6*r], hb[6*r+1], hb[6*r+2], hb[6*r+3] = s, s+l, ps, pe
 		}
-		tmax = max(tmax, int(l))
+		keys = max(keys, int(pe-ps)+int(l))
+		queries = max(queries, int(l))
 	}
 	b.hostBounds = hb
-	m := b.scratch(&b.bounds, max(2*n, 1))
+	m := b.scratch(&b.bounds, max(6*n, 1))
 	if n > 0 {
-		b.d.HtoD(m.Dev, unsafe.Pointer(&hb[0]), 8*n)
+		b.d.HtoD(m.Dev, unsafe.Pointer(&hb[0]), 24*n)
 	}
 	b.packStart = append(b.packStart[:0], p.Start...)
 	b.packLen = append(b.packLen[:0], p.Len...)
-	b.packTmax = tmax
-	return m.Dev, tmax
+	b.packPrefix = nil
+	if p.Prefix != nil {
+		b.packPrefix = append([]int32{}, p.Prefix...)
+	}
+	b.packKeys, b.packQueries = keys, queries
+	return m.Dev, keys, queries
 }
 
 func equal(a, b []int32) bool {
@@ -470,7 +502,7 @@ func (b *Backend) Attention(out, lse, qkv backend.Buf, p backend.Pack, nh, c int
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bounds, tmax := b.packBounds(p)
+	bounds, tmax, _ := b.packBounds(p)
 	per := hd + tmax
 	blocks, warps := b.warpGrid("Attention", n*nh, per)
 	b.launch(kernels.AttentionForward, D1(blocks), D1(32*warps), 4*warps*per,
@@ -490,18 +522,18 @@ func (b *Backend) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p bac
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bounds, tmax := b.packBounds(p)
+	bounds, tmax, tq := b.packBounds(p)
 	dd := b.scratch(&b.dd, n*nh)
 	per := 2*hd + tmax
 	blocks, warps := b.warpGrid("AttentionBackward", n*nh, per)
 	b.launch(kernels.AttentionBackwardDQ, D1(blocks), D1(32*warps), 4*warps*per,
 		argF(dqkv), argPF(dd.Dev), argF(dout), argF(out), argF(lse), argF(qkv), argPI(bounds),
 		argInt(n), argInt(nh), argInt(c), argInt(tmax))
-	per = 2*hd + 2*tmax
+	per = 2*hd + 2*tq
 	blocks, warps = b.warpGrid("AttentionBackward", n*nh, per)
 	b.launch(kernels.AttentionBackwardKV, D1(blocks), D1(32*warps), 4*warps*per,
 		argF(dqkv), argPF(dd.Dev), argF(dout), argF(lse), argF(qkv), argPI(bounds),
-		argInt(n), argInt(nh), argInt(c), argInt(tmax))
+		argInt(n), argInt(nh), argInt(c), argInt(tq))
 }
 
 // kvSlots is the number of cache slots a KV holds.
@@ -530,6 +562,9 @@ func (b *Backend) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos
 	need("AttentionDecode qkv", qkv, n*3*c)
 	needI("AttentionDecode slot", slot, n)
 	needI("AttentionDecode pos", pos, n)
+	if kv.Shared.M != nil {
+		needI("AttentionDecode KV.Shared", kv.Shared, 2*slots)
+	}
 	if n == 0 {
 		return
 	}
@@ -538,7 +573,7 @@ func (b *Backend) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos
 	per := hd + kv.Cap
 	blocks, warps := b.warpGrid("AttentionDecode", n*nh, per)
 	b.launch(kernels.AttentionDecode, D1(blocks), D1(32*warps), 4*warps*per,
-		argF(out), argF(qkv), argF(kv.K), argF(kv.V), argI(slot), argI(pos),
+		argF(out), argF(qkv), argF(kv.K), argF(kv.V), argI(kv.Shared), argI(slot), argI(pos),
 		argInt(n), argInt(nh), argInt(c), argInt(kv.Cap), argInt(slots))
 }
 

@@ -189,11 +189,20 @@ func (s Suite) matMul(t *testing.T, n, c, oc int, bias bool) {
 }
 
 // Attention over sequences of lengths 1, 7, 33 and 130 packed together; the head size 36 is
-// more than a warp, so the per-channel loops wrap.
+// more than a warp, so the per-channel loops wrap. Then a pack with shared prefixes: a
+// sequence of its own, a prompt of 40 rows with three continuations (one longer than a warp),
+// and a prompt of 1 row with one.
 func (s Suite) Attention(t *testing.T) {
+	s.attention(t, backend.Pack{Start: []int32{0, 1, 8, 41}, Len: []int32{1, 7, 33, 130}})
+	t.Run("prefixes", func(t *testing.T) {
+		s.attention(t, backend.Pack{Start: []int32{0, 5, 45, 50, 51, 90, 91}, Len: []int32{5, 40, 5, 1, 39, 1, 3},
+			Prefix: []int32{-1, -1, 1, 1, 1, -1, 5}})
+	})
+}
+
+func (s Suite) attention(t *testing.T, p backend.Pack) {
 	r := rand.New(rand.NewPCG(8, 8))
 	const nh, c = 2, 72
-	p := backend.Pack{Start: []int32{0, 1, 8, 41}, Len: []int32{1, 7, 33, 130}}
 	n := p.Rows()
 	qkv := s.pair(randVec(r, n*3*c, 1))
 	out, lse := s.zeros(n*c), s.zeros(n*nh)
@@ -209,7 +218,8 @@ func (s Suite) Attention(t *testing.T) {
 }
 
 // AttentionDecode: sequences fed one position at a time through KVWrite into cache slots
-// (not in slot order) match the packed attention over the whole sequences.
+// (not in slot order) match the packed attention over the whole sequences; then rows of a
+// slot that reads its first positions from another (KV.Shared).
 func (s Suite) AttentionDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	const nh, c, capacity, slots = 2, 70, 40, 3
@@ -242,6 +252,18 @@ func (s Suite) AttentionDecode(t *testing.T) {
 	}
 	compare(t, "K cache", get(s.Dev, kv.K), get(s.Ref, kvr.K), TolExact)
 	compare(t, "V cache", get(s.Dev, kv.V), get(s.Ref, kvr.V), TolExact)
+
+	// Slot 1 reads its first 20 positions from slot 2 (a shared prompt) and the rest from its
+	// own; slot 0 shares nothing. Every row attends over the same cache as above.
+	shared := s.ipair([]int32{0, 0, 2, 20, 2, 0})
+	kv.Shared, kvr.Shared = shared.d, shared.r
+	slot, pos := []int32{1, 0, 1}, []int32{24, 30, 19}
+	q := randVec(r, len(slot)*3*c, 1)
+	pq, ps, pp := s.pair(q), s.ipair(slot), s.ipair(pos)
+	out := s.zeros(len(slot) * c)
+	s.Dev.AttentionDecode(out.d, pq.d, kv, ps.d, pp.d, len(slot), nh, c)
+	s.Ref.AttentionDecode(out.r, pq.r, kvr, ps.r, pp.r, len(slot), nh, c)
+	s.compareBufs(t, "decode over a shared prefix", out, TolReduce)
 }
 
 func (s Suite) LogProbs(t *testing.T) {

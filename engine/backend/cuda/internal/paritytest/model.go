@@ -24,7 +24,9 @@ func modelParams(seed uint64) []float32 {
 	return p
 }
 
-// models returns the same model on the device and on the CPU.
+// models returns the same model on the device and on the CPU. The device runs its LM head in
+// chunks of 5 scored rows, the CPU in one: the chunking is the model's, over the backend's
+// kernels, and must not change the numbers.
 func (s Suite) models(t *testing.T, seed uint64) (dev, ref *gpt2.Model) {
 	t.Helper()
 	p := modelParams(seed)
@@ -32,6 +34,7 @@ func (s Suite) models(t *testing.T, seed uint64) (dev, ref *gpt2.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dev.HeadRows = 5
 	ref, err = gpt2.New(s.Ref, modelConfig, p)
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +164,52 @@ func (s Suite) GRPOStep(t *testing.T) {
 	}
 	od, or = forward(t, dev, &b, temp), forward(t, ref, &b, temp)
 	compare(t, "logp after the update", od.LogP, or.LogP, TolModel)
+}
+
+// FusedHead: ForwardBackward on the device (each chunk of 5 rows of logits turned into its
+// gradient while in memory) against Forward + Backward on the CPU (one chunk), on a batch with
+// a prompt shared by three continuations: the same log-probabilities, entropies and
+// gradients; and the device's Score gives the forward's numbers.
+func (s Suite) FusedHead(t *testing.T) {
+	dev, ref := s.models(t, 24)
+	r := rand.New(rand.NewPCG(24, 1))
+	b, _ := packedBatch(r)
+	// A GRPO group: a prompt of 9 tokens packed once, three completions continuing it.
+	seq := func(n int) []int32 {
+		x := make([]int32, n)
+		for k := range x {
+			x[k] = int32(r.IntN(modelConfig.VocabSize))
+		}
+		return x
+	}
+	b.Add(seq(8), 8)
+	for _, l := range []int{6, 1, 12} {
+		b.AddContinuation(seq(l), 0)
+	}
+	const temp = 1.1
+	dlogp, dent := make([]float32, len(b.Rows)), make([]float32, len(b.Rows))
+	for i := range dlogp {
+		dlogp[i], dent[i] = float32(r.NormFloat64()/10), float32(r.NormFloat64()/100)
+	}
+	or := forward(t, ref, &b, temp)
+	backward(t, ref, dlogp, dent)
+	var od gpt2.Output
+	dev.ZeroGrads()
+	err := dev.ForwardBackward(&b, temp, true, func(lo int, _, _, dl, de []float32) {
+		copy(dl, dlogp[lo:])
+		copy(de, dent[lo:])
+	}, &od)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "logp", od.LogP, or.LogP, TolModel)
+	compare(t, "entropy", od.Entropy, or.Entropy, TolModel)
+	compareGrads(t, dev, ref)
+	var sd gpt2.Output
+	if err := dev.Score(&b, temp, true, &sd); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "Score logp", sd.LogP, or.LogP, TolModel)
 }
 
 // Decode: a prefill of two prompts into cache slots 2 and 0, then four decode steps,

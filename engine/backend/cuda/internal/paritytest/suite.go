@@ -54,6 +54,7 @@ func Run(t *testing.T, dev backend.Backend) {
 		{"SumSquares", s.SumSquares},
 		{"Determinism", s.Determinism},
 		{"GRPOStep", s.GRPOStep},
+		{"FusedHead", s.FusedHead},
 		{"Decode", s.Decode},
 	} {
 		t.Run(c.name, c.f)

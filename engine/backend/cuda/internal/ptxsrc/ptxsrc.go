@@ -10,8 +10,11 @@ import (
 	"strings"
 )
 
-// Arches are the PTX targets, as nvcc -arch names them; each has its file <arch>.ptx.
-var Arches = []string{"sm_80", "sm_90"}
+// Arches are the PTX targets, as nvcc -arch names them; each has its file <arch>.ptx. One:
+// the driver JIT-compiles sm_80 PTX for every later GPU, and nvcc's sm_90 PTX of these
+// kernels differed from it only in its .target line (no sm_90 feature is used), so a second
+// file was the same code twice.
+var Arches = []string{"sm_80"}
 
 // NVCCFlags are the flags the PTX is compiled with (besides -arch). --fmad=false keeps nvcc
 // from contracting a*b+c into fused multiply-adds, so the kernels round exactly as their C++

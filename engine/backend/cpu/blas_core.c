@@ -1,0 +1,33 @@
+// OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels from the processor's model
+// number when it loads. A release does not know processors newer than itself — 0.3.21 does
+// not know Sapphire or Emerald Rapids — and then falls back to its Prescott (SSE3) kernels,
+// a quarter of the speed of the AVX-512 ones on the same machine. rk_blas_fix_core undoes
+// that fallback: when OpenBLAS chose Prescott on its own (no OPENBLAS_CORETYPE in the
+// environment) on a processor with AVX-512 or AVX2, it selects the newest kernels of that
+// family OpenBLAS has. It must run before the first BLAS call.
+#include <stdlib.h>
+#include <strings.h>
+
+#include "kernels.h"
+
+extern void gotoblas_dynamic_init(void);
+extern void gotoblas_dynamic_quit(void);
+extern char *openblas_get_corename(void);
+
+const char *rk_blas_fix_core(void) {
+	const char *core = openblas_get_corename();
+	if (core == 0 || strcasecmp(core, "prescott") != 0 || getenv("OPENBLAS_CORETYPE") != 0) return core;
+	__builtin_cpu_init();
+	const char *want = 0;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512dq"))
+		want = __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		want = "Haswell";
+	if (want == 0) return core;
+	setenv("OPENBLAS_CORETYPE", want, 1);
+	gotoblas_dynamic_quit();
+	gotoblas_dynamic_init();
+	unsetenv("OPENBLAS_CORETYPE");
+	return openblas_get_corename();
+}

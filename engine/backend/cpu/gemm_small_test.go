@@ -1,0 +1,177 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/backend"
+)
+
+// threadCPU is the calling thread's CPU time in seconds: on a shared machine, a rate per
+// CPU-second measures the kernel rather than the load.
+func threadCPU() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkGemmSmall: the small-row kernel against OpenBLAS, one thread, at a decode step's
+// shapes (rows × in × out), in GFLOP per CPU-second of the thread.
+func BenchmarkGemmSmall(b *testing.B) {
+	for _, s := range []struct{ m, k, n int }{{64, 768, 2304}, {64, 768, 768}, {64, 768, 3072}, {64, 3072, 768}, {8, 768, 3072}, {160, 768, 4096}, {64, 768, 8192}, {768, 768, 3072}, {2304, 3072, 768}} {
+		r := rand.New(rand.NewPCG(1, 2))
+		a, w, out := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1), make([]float32, s.m*s.n)
+		flop := 2 * float64(s.m*s.k*s.n)
+		for _, v := range []struct {
+			name string
+			f    func()
+		}{
+			{"small", func() { cGemmNT(out, a, w, s.m, 0, s.n, s.k, s.k, s.k, s.n, false, false) }},
+			{"openblas", func() { sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, w, s.k, 0, out, s.n) }},
+		} {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", v.name, s.m, s.k, s.n), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				t0 := threadCPU()
+				for b.Loop() {
+					v.f()
+				}
+				b.ReportMetric(flop*float64(b.N)/(threadCPU()-t0)/1e9, "GFLOP/cpu-s")
+			})
+		}
+	}
+}
+
+// TestGemmNTMatchesReference: the AVX-512 kernel and its portable C arithmetic agree bit for
+// bit, on shapes with ragged row tiles, column tiles and a masked last vector, for column
+// ranges that start anywhere, overwriting and accumulating.
+func TestGemmNTMatchesReference(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("processor has no AVX-512: MatMul runs OpenBLAS")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, s := range []struct{ m, k, n, j0, j1 int }{
+		{1, 1, 1, 0, 1}, {13, 37, 11, 0, 11}, {6, 16, 8, 3, 8}, {7, 48, 9, 1, 6}, {64, 768, 70, 5, 70}, {400, 301, 17, 0, 17},
+	} {
+		a, w := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1)
+		for _, acc := range []bool{false, true} {
+			base := randVec(r, s.m*s.n, 1)
+			vec, ref := append([]float32(nil), base...), append([]float32(nil), base...)
+			cGemmNT(vec, a, w, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, false)
+			cGemmNT(ref, a, w, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, true)
+			for i := range vec {
+				if math.Float32bits(vec[i]) != math.Float32bits(ref[i]) {
+					t.Fatalf("%+v acc %v: element %d = %v, portable %v", s, acc, i, vec[i], ref[i])
+				}
+			}
+			for i := range s.m {
+				for j := range s.n {
+					if (j < s.j0 || j >= s.j1) && vec[i*s.n+j] != base[i*s.n+j] {
+						t.Fatalf("%+v: column %d outside [%d, %d) was written", s, j, s.j0, s.j1)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulKernelsAgree: MatMul and the input gradient of MatMulBackward through the
+// packing-free kernel and through OpenBLAS (the path of machines without AVX-512) agree within
+// 1e-5 of the output's scale, bias or not, with the gradient's inner dimension in one block
+// or several, and the kernel's results do not depend on the thread count.
+func TestMatMulKernelsAgree(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("processor has no AVX-512: MatMul runs OpenBLAS only")
+	}
+	defer func() { useNT = true }()
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, s := range []struct{ n, ch, oc int }{{5, 9, 7}, {64, 768, 2304}, {ntMaxRows, 67, 1030}, {37, 40, 2*dxBlock + 77}} {
+		inp, w, b, dout := randVec(r, s.n*s.ch, 1), randVec(r, s.oc*s.ch, 1), randVec(r, s.oc, 1), randVec(r, s.n*s.oc, 1)
+		var first, firstDx []float32
+		for _, threads := range []int{1, 2, 3} {
+			for _, bias := range []bool{false, true} {
+				c := New(threads)
+				bb := backend.Buf{}
+				if bias {
+					bb = buf(c, b)
+				}
+				run := func(nt bool) (out, dx []float32) {
+					useNT = nt
+					o, dxb, dw := c.Alloc(s.n*s.oc), c.Alloc(s.n*s.ch), c.Alloc(s.oc*s.ch)
+					c.MatMul(o, buf(c, inp), buf(c, w), bb, s.n, s.ch, s.oc)
+					c.MatMulBackward(dxb, dw, backend.Buf{}, buf(c, dout), buf(c, inp), buf(c, w), s.n, s.ch, s.oc)
+					return o.F32(), dxb.F32()
+				}
+				got, gotDx := run(true)
+				blas, blasDx := run(false)
+				near := func(what string, a, b []float32) {
+					scale := 0.0
+					for _, v := range b {
+						scale = max(scale, math.Abs(float64(v)))
+					}
+					for i := range a {
+						if d := math.Abs(float64(a[i] - b[i])); d > 1e-5*scale {
+							t.Fatalf("%+v bias %v: %s element %d = %v, OpenBLAS %v", s, bias, what, i, a[i], b[i])
+						}
+					}
+				}
+				near("output", got, blas)
+				near("input gradient", gotDx, blasDx)
+				if bias {
+					continue
+				}
+				if first == nil {
+					first, firstDx = got, gotDx
+				} else if i := firstDiff(got, first); i >= 0 {
+					t.Fatalf("%+v: %d threads: output element %d differs from 1 thread", s, threads, i)
+				} else if i := firstDiff(gotDx, firstDx); i >= 0 {
+					t.Fatalf("%+v: %d threads: input gradient element %d differs from 1 thread", s, threads, i)
+				}
+			}
+		}
+	}
+}
+
+// TestTranspose: the blocked transpose on ragged shapes and strides.
+func TestTranspose(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, s := range []struct{ rows, cols, lds, ldd int }{{1, 1, 1, 1}, {17, 33, 40, 20}, {64, 16, 16, 64}} {
+		src := randVec(r, s.rows*s.lds, 1)
+		dst := make([]float32, s.cols*s.ldd)
+		cTranspose(dst, src, s.rows, s.cols, s.lds, s.ldd)
+		for i := range s.rows {
+			for j := range s.cols {
+				if dst[j*s.ldd+i] != src[i*s.lds+j] {
+					t.Fatalf("%+v: element (%d, %d) not transposed", s, i, j)
+				}
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestBLASKernelsForTheProcessor: once a backend exists, OpenBLAS runs kernels for the
+// processor's vector width, not the SSE3 ones it falls back to for a model it does not know.
+func TestBLASKernelsForTheProcessor(t *testing.T) {
+	New(1)
+	if os.Getenv("OPENBLAS_CORETYPE") != "" {
+		t.Skip("OPENBLAS_CORETYPE chooses the kernels")
+	}
+	if core := blasCoreName(); hasAVX2() && strings.EqualFold(core, "prescott") {
+		t.Fatalf("OpenBLAS runs its %s kernels on a processor with AVX2", core)
+	}
+}

@@ -1,0 +1,175 @@
+package luabind
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rookscript/rookscript/engine/gpt2"
+)
+
+// DefaultBudgetFraction is the share of the machine's RAM a recipe's memory budget defaults to.
+const DefaultBudgetFraction = 0.5
+
+// memoryModule builds rook.memory: the machine's RAM, memory budgets, micro-batch plans and
+// the process's peak resident memory.
+func memoryModule(L *lua.LState) *lua.LTable {
+	return L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{
+		"ram":    luaMemRAM,
+		"budget": luaMemBudget,
+		"plan":   luaMemPlan,
+		"peak":   luaMemPeak,
+	})
+}
+
+// rook.memory.ram() → the machine's RAM in bytes (MemTotal), or nil, err.
+func luaMemRAM(L *lua.LState) int {
+	b, err := meminfo("MemTotal")
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(err.Error()))
+		return 2
+	}
+	L.Push(lua.LNumber(b))
+	return 1
+}
+
+// rook.memory.budget(spec) → bytes. spec: "" or nil for the default share of the machine's
+// RAM, a fraction in (0, 1] ("0.25" or 0.25) of it, or a size ("8GB", "512 MiB", a number of
+// bytes).
+func luaMemBudget(L *lua.LState) int {
+	b, err := budgetBytes(L.Get(1))
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	L.Push(lua.LNumber(b))
+	return 1
+}
+
+func budgetBytes(v lua.LValue) (int64, error) {
+	var spec string
+	switch x := v.(type) {
+	case *lua.LNilType:
+	case lua.LNumber:
+		spec = strconv.FormatFloat(float64(x), 'g', -1, 64)
+	case lua.LString:
+		spec = strings.TrimSpace(string(x))
+	default:
+		return 0, fmt.Errorf("memory budget: want a size or a fraction of RAM, got %s", v.Type())
+	}
+	fraction := DefaultBudgetFraction
+	if spec != "" {
+		f, err := strconv.ParseFloat(spec, 64)
+		switch {
+		case err == nil && f > 0 && f <= 1:
+			fraction = f
+		case err == nil && f > 1:
+			return int64(f), nil
+		case err == nil:
+			return 0, fmt.Errorf("memory budget %q: a fraction must be in (0, 1]", spec)
+		default:
+			b, err := humanize.ParseBytes(spec)
+			if err != nil || b == 0 {
+				return 0, fmt.Errorf("memory budget %q: want a size such as 8GB or a fraction of RAM such as 0.25", spec)
+			}
+			return int64(b), nil
+		}
+	}
+	ram, err := meminfo("MemTotal")
+	if err != nil {
+		return 0, fmt.Errorf("memory budget: %w (give a size instead)", err)
+	}
+	return int64(fraction * float64(ram)), nil
+}
+
+// rook.memory.plan(model, {budget=, seq_len=, scored=, sequences=, group=, prompt=,
+// reference=, kv_slots=, kv_cap=, prefill=, sample_rows=}) → {micro_batch=, seq_len=, bytes=, budget=, fits=,
+// parts={...}, text=}: the sequences per micro-batch of a training loop on model within the budget
+// (rook.memory.budget's spec), up to sequences and up to gpt2.MicroTokens tokens, and the
+// memory the models will hold with it. seq_len bounds a sequence (prompt + completion; the
+// model's context by default and at most), scored the scored tokens of one; group sequences
+// share a prompt of prompt tokens, packed once (GRPO; micro-batches then hold whole groups);
+// reference adds a frozen model that scores each micro-batch; kv_slots, kv_cap, prefill
+// (tokens) and sample_rows describe sampling.
+func luaMemPlan(L *lua.LState) int {
+	m := checkModel(L, 1)
+	o := optsArg(L, 2, "rook.memory.plan")
+	budget, err := budgetBytes(o.get("budget"))
+	if err != nil {
+		L.RaiseError("rook.memory.plan: %s", err.Error())
+	}
+	p := gpt2.Plan{Config: m.m.Config, Budget: budget,
+		SeqLen: o.int("seq_len", m.m.Config.MaxSeqLen), Scored: o.int("scored", 0), Sequences: o.int("sequences", 1),
+		Group: o.int("group", 1), Prompt: o.int("prompt", 0),
+		Reference: o.boolean("reference", false), KVSlots: o.int("kv_slots", 0), KVCap: o.int("kv_cap", 0),
+		Prefill: o.int("prefill", 0), SampleRows: o.int("sample_rows", 0)}
+	o.done()
+	// No sequence is longer than the model's context: a bound beyond it is the context.
+	p.SeqLen, p.KVCap = min(p.SeqLen, p.Config.MaxSeqLen), min(p.KVCap, p.Config.MaxSeqLen)
+	p.Prompt = min(p.Prompt, p.SeqLen)
+	p.Scored = min(p.Scored, p.SeqLen)
+	switch {
+	case p.SeqLen < 1:
+		L.RaiseError("rook.memory.plan: seq_len must be ≥ 1, got %d", p.SeqLen)
+	case p.Scored < 0:
+		L.RaiseError("rook.memory.plan: scored must be ≥ 0, got %d", p.Scored)
+	case p.Sequences < 1:
+		L.RaiseError("rook.memory.plan: sequences must be ≥ 1, got %d", p.Sequences)
+	}
+	seqs, f, fits := p.MicroBatch()
+	text := fmt.Sprintf("micro-batches of %d of %d sequences (≤ %d tokens each): %s planned of a %s budget (%s)",
+		seqs, p.Sequences, p.SeqLen, humanize.Bytes(uint64(f.Total())), humanize.Bytes(uint64(budget)), f)
+	if !fits {
+		text += "; OVER BUDGET even with one sequence per micro-batch"
+	}
+	parts := map[string]any{"weights": f.Weights, "grads": f.Grads, "moments": f.Moments, "activations": f.Activations,
+		"backward": f.Backward, "head": f.Head, "kv_cache": f.KVCache, "sampling": f.Sampling}
+	L.Push(fromGo(L, map[string]any{"micro_batch": seqs, "seq_len": p.SeqLen, "bytes": f.Total(), "budget": budget,
+		"fits": fits, "parts": parts, "text": text}))
+	return 1
+}
+
+// rook.memory.peak() → the process's peak resident memory in bytes (VmHWM), or nil, err.
+func luaMemPeak(L *lua.LState) int {
+	b, err := procStatus("VmHWM")
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(err.Error()))
+		return 2
+	}
+	L.Push(lua.LNumber(b))
+	return 1
+}
+
+// meminfo reads a "kB" field of /proc/meminfo, in bytes.
+func meminfo(field string) (int64, error) { return kBField("/proc/meminfo", field) }
+
+// procStatus reads a "kB" field of /proc/self/status, in bytes.
+func procStatus(field string) (int64, error) { return kBField("/proc/self/status", field) }
+
+func kBField(path, field string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != field {
+			continue
+		}
+		num, ok := strings.CutSuffix(strings.TrimSpace(v), " kB")
+		n, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("%s: cannot read %s %q", path, field, v)
+		}
+		return n << 10, nil
+	}
+	return 0, fmt.Errorf("%s: no %s", path, field)
+}

@@ -1,0 +1,63 @@
+local check = require("check")
+local rook = require("rook")
+
+local T = {}
+
+function T.test_budget_specs()
+  local ram = assert(rook.memory.ram())
+  check.truthy(ram > 2 ^ 20, "the machine has RAM")
+  check.eq(rook.memory.budget(""), math.floor(0.5 * ram), "default: half of RAM")
+  check.eq(rook.memory.budget(nil), math.floor(0.5 * ram), "nil: the default")
+  check.eq(rook.memory.budget("0.25"), math.floor(0.25 * ram), "a fraction of RAM")
+  check.eq(rook.memory.budget(1), ram, "all of it")
+  check.eq(rook.memory.budget("8GB"), 8e9)
+  check.eq(rook.memory.budget("512 MiB"), 512 * 2 ^ 20)
+  check.eq(rook.memory.budget(3e9), 3e9, "a number of bytes")
+  check.errors(function() rook.memory.budget("lots") end, 'memory budget "lots"')
+  check.errors(function() rook.memory.budget(-1) end, "a fraction must be in (0, 1]")
+  check.errors(function() rook.memory.budget({}) end, "want a size or a fraction of RAM")
+end
+
+function T.test_plan()
+  local m = rook.load("random:small")
+  local o = { budget = "64GB", seq_len = 200, scored = 72, sequences = 64, reference = true,
+              kv_slots = 64, kv_cap = 200, prefill = 640, sample_rows = 64 }
+  local p = rook.memory.plan(m, o)
+  check.eq(p.micro_batch, 20, "a large budget: micro-batches of 4096 tokens")
+  check.eq(p.fits, true)
+  local sum = 0
+  for _, v in pairs(p.parts) do sum = sum + v end
+  check.eq(p.bytes, sum, "bytes is the sum of the parts")
+  check.truthy(string.find(p.text, "micro-batches of 20 of 64 sequences", 1, true), p.text)
+
+  o.budget = p.bytes - 1 -- one byte short of 20 sequences
+  local q = rook.memory.plan(m, o)
+  check.eq(q.micro_batch, 19, "the budget binds")
+  check.truthy(q.bytes <= o.budget, "and is kept")
+
+  o.budget = "1MB"
+  local r = rook.memory.plan(m, o)
+  check.eq(r.micro_batch, 1)
+  check.eq(r.fits, false)
+  check.truthy(string.find(r.text, "OVER BUDGET", 1, true), r.text)
+
+  o.budget, o.sequences = "64GB", 8
+  check.eq(rook.memory.plan(m, o).micro_batch, 8, "never more than a step's sequences")
+  o.sequences, o.group, o.prompt = 64, 8, 128
+  -- A group packs its prompt once: 127 + 8 × 73 = 711 tokens, five groups within 4096.
+  check.eq(rook.memory.plan(m, o).micro_batch, 40, "whole groups of shared prompts")
+  o.group, o.prompt = nil, nil
+  o.seq_len, o.scored = 300, 300
+  local c = rook.memory.plan(m, o)
+  o.seq_len, o.scored = 256, 256
+  check.eq(c.bytes, rook.memory.plan(m, o).bytes, "a bound beyond the context is the context")
+  check.errors(function() rook.memory.plan(m, { seq_len = 0 }) end, "seq_len must be ≥ 1")
+  check.errors(function() rook.memory.plan(m, { seqlen = 30 }) end, 'unknown option "seqlen"')
+end
+
+function T.test_peak()
+  local p = assert(rook.memory.peak())
+  check.truthy(p > 2 ^ 20, "the process holds memory")
+end
+
+return T
