@@ -59,8 +59,9 @@
 // log p_y and H, and dropped. Backward recomputes a chunk's logits from the saved head input h
 // and turns them into ∂L/∂logits in place, then into the chunk's share of ∂L/∂h and ∂L/∂wte.
 // ForwardBackward fuses the two for losses whose g_r and e_r are known once log p and H are
-// (the fused linear cross-entropy of Liger-Kernel): each chunk's gradient is taken while its
-// logits are in memory, which saves the recomputation. Score is the forward without anything
+// (the fused linear cross-entropy of Liger-Kernel; SFT's cross-entropy, GRPO's token-level
+// loss): each chunk's gradient is taken while its logits are in memory, which saves the
+// recomputation. Score is the forward without anything
 // kept for a backward: every layer runs through one layer's buffers.
 //
 // # Shared prompts

@@ -3,6 +3,7 @@ package gpt2
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rookscript/rookscript/engine/backend"
 )
@@ -57,7 +58,9 @@ func (m *Model) Score(b *Batch, temperature float32, entropy bool, out *Output) 
 // RowGrad gives the loss's gradient for a chunk of scored rows while ForwardBackward runs:
 // rows lo .. lo+len(logp)-1 have just been computed (logp, and ent when the forward computes
 // entropy, else nil); it writes ∂L/∂logp into dlogp and, when ent is not nil, ∂L/∂H into
-// dent. Chunks arrive in row order, each row once.
+// dent (both arrive zeroed). Chunks arrive in row order, each row once. A chunk whose dent
+// is zero on every row has no entropy term: its gradient is computed as Backward's with a
+// nil dent, so a loss may read the entropy without differentiating it.
 type RowGrad func(lo int, logp, ent, dlogp, dent []float32)
 
 // ForwardBackward is Forward followed by Backward in one pass, for losses whose gradient with
@@ -240,8 +243,11 @@ func (m *Model) rowGrads(a *activations, grad RowGrad, lo, rows int, entropy boo
 	m.B.Download(ent, a.ent.Slice(lo, rows))
 	clear(de)
 	grad(lo, logp, ent, dl, de)
-	dent = a.dent.Slice(lo, rows)
 	m.B.Upload(dlogp, dl)
+	if !slices.ContainsFunc(de, func(x float32) bool { return x != 0 }) {
+		return dlogp, backend.Buf{}
+	}
+	dent = a.dent.Slice(lo, rows)
 	m.B.Upload(dent, de)
 	return dlogp, dent
 }

@@ -128,7 +128,9 @@ func TestHeadChunks(t *testing.T) {
 }
 
 // TestForwardBackwardIsBackward: with the same chunks, the fused pass and Forward + Backward
-// run the same arithmetic: bit-identical gradients.
+// run the same arithmetic: bit-identical gradients — also when the loss reads each row's
+// entropy but gives it a zero gradient (−0, as a zero coefficient times a weight makes),
+// which is Backward without an entropy gradient.
 func TestForwardBackwardIsBackward(t *testing.T) {
 	r := rand.New(rand.NewPCG(34, 35))
 	b := headBatch(r, testConfig.VocabSize, []int{11, 6, 14}, []int{1, 0, 4})
@@ -136,37 +138,42 @@ func TestForwardBackwardIsBackward(t *testing.T) {
 	for i := range w {
 		w[i] = float32(r.NormFloat64())
 	}
-	a, f := newTestModel(t, testConfig, 36), newTestModel(t, testConfig, 36)
-	a.HeadRows, f.HeadRows = 4, 4
-	var oa, of Output
-	if err := a.Forward(b, 1.2, false, &oa); err != nil {
-		t.Fatal(err)
-	}
-	a.ZeroGrads()
-	if err := a.Backward(w, nil); err != nil {
-		t.Fatal(err)
-	}
-	f.ZeroGrads()
-	err := f.ForwardBackward(b, 1.2, false, func(lo int, logp, ent, dlogp, dent []float32) {
-		if ent != nil || dent != nil {
-			t.Fatal("entropy slices without entropy")
+	for _, entropy := range []bool{false, true} {
+		a, f := newTestModel(t, testConfig, 36), newTestModel(t, testConfig, 36)
+		a.HeadRows, f.HeadRows = 4, 4
+		var oa, of Output
+		if err := a.Forward(b, 1.2, entropy, &oa); err != nil {
+			t.Fatal(err)
 		}
-		if i := firstBitDiff(logp, oa.LogP[lo:lo+len(logp)]); i >= 0 {
-			t.Fatalf("row %d: the row gradient sees logp %g, Forward gave %g", lo+i, logp[i], oa.LogP[lo+i])
+		a.ZeroGrads()
+		if err := a.Backward(w, nil); err != nil {
+			t.Fatal(err)
 		}
-		copy(dlogp, w[lo:])
-	}, &of)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if i := firstBitDiff(a.GradsHost(), f.GradsHost()); i >= 0 {
-		t.Fatalf("gradient %d differs between Backward and ForwardBackward", i)
-	}
-	if err := f.Backward(w, nil); err == nil {
-		t.Error("Backward after ForwardBackward: no error (its activations are spent)")
-	}
-	if err := f.ForwardBackward(b, 1, false, nil, &of); err == nil {
-		t.Error("ForwardBackward without a row gradient: no error")
+		f.ZeroGrads()
+		err := f.ForwardBackward(b, 1.2, entropy, func(lo int, logp, ent, dlogp, dent []float32) {
+			if (ent != nil) != entropy || (dent != nil) != entropy {
+				t.Fatalf("entropy %v: entropy slices %v, %v", entropy, ent != nil, dent != nil)
+			}
+			if i := firstBitDiff(logp, oa.LogP[lo:lo+len(logp)]); i >= 0 {
+				t.Fatalf("row %d: the row gradient sees logp %g, Forward gave %g", lo+i, logp[i], oa.LogP[lo+i])
+			}
+			copy(dlogp, w[lo:])
+			for i := range dent {
+				dent[i] = float32(math.Copysign(0, -1))
+			}
+		}, &of)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := firstBitDiff(a.GradsHost(), f.GradsHost()); i >= 0 {
+			t.Fatalf("entropy %v: gradient %d differs between Backward and ForwardBackward", entropy, i)
+		}
+		if err := f.Backward(w, nil); err == nil {
+			t.Error("Backward after ForwardBackward: no error (its activations are spent)")
+		}
+		if err := f.ForwardBackward(b, 1, false, nil, &of); err == nil {
+			t.Error("ForwardBackward without a row gradient: no error")
+		}
 	}
 }
 

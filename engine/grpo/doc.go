@@ -35,7 +35,11 @@
 // greedy one is refused unless allow_greedy.
 //
 // The gradient of L with respect to each token's logp (and entropy) is formed here on the
-// host and handed to gpt2.Model.Backward; normalisers are fixed per minibatch before its
-// micro-batches run, so splitting a minibatch for memory does not change the gradient. The
+// host, chunk by chunk of LM-head rows as gpt2.Model.ForwardBackward computes them (a
+// token's terms depend on its own logp and entropy alone, so its head gradient is taken
+// while its logits are in memory); GSPO's sequence-level ratio needs a whole sequence's
+// logps first and goes through Forward, then Backward. Normalisers are fixed per minibatch
+// before its micro-batches run, so splitting a minibatch for memory does not change the
+// gradient. The
 // learning rate is the optimizer's (optim.AdamW.LR): a step only applies updates.
 package grpo

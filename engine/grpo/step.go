@@ -316,21 +316,40 @@ func (tr *Trainer) referenceLogprobs(ctx context.Context, kept []*completion, te
 	return nil
 }
 
+// fusedHead selects the fused LM head for token-level updates; tests switch it off to
+// compare with Forward + Backward.
+var fusedHead = true
+
 // microBatch runs the forward over part, accumulates the loss and token statistics, and,
 // when backward is set, the gradient.
+//
+// A token's gradient (ratio, clip, KL, entropy bonus) depends on its own log-probability and
+// entropy alone, so a token-level update runs the fused head (gpt2.ForwardBackward): each
+// chunk of LM-head logits gets its rows' loss terms, in row order, and turns into its
+// gradient while it is in memory, instead of being recomputed by Backward. The arithmetic is
+// Forward + Backward's, bit for bit. The sequence-level ratio needs a whole sequence's
+// log-probabilities first, which a chunk boundary may split: that update runs the forward,
+// then the backward.
 func (tr *Trainer) microBatch(part []*completion, w []weights, temperature float32, cfg Config, st *stats, backward bool) error {
-	if err := tr.Policy.Forward(tr.pack(part), temperature, true, &tr.out); err != nil {
-		return fmt.Errorf("grpo: policy forward: %w", err)
+	b := tr.pack(part)
+	switch {
+	case !backward:
+		if err := tr.Policy.Score(b, temperature, true, &tr.out); err != nil {
+			return fmt.Errorf("grpo: policy forward: %w", err)
+		}
+	case fusedHead && cfg.ImportanceSamplingLevel == LevelToken:
+		if err := tr.Policy.ForwardBackward(b, temperature, true, rowLoss(part, w, cfg, st), &tr.out); err != nil {
+			return fmt.Errorf("grpo: policy forward and backward: %w", err)
+		}
+		return nil
+	default:
+		if err := tr.Policy.Forward(b, temperature, true, &tr.out); err != nil {
+			return fmt.Errorf("grpo: policy forward: %w", err)
+		}
 	}
 	rows := len(tr.out.LogP)
 	tr.dlogp, tr.dent = resize(tr.dlogp, rows), resize(tr.dent, rows)
-	off := 0
-	for i, k := range part {
-		n := len(k.c.Tokens)
-		s := sequenceTokens{logp: tr.out.LogP[off : off+n], old: k.c.LogProbs, ref: k.refLogp, entropy: tr.out.Entropy[off : off+n]}
-		sequenceLoss(cfg, s, k.adv, w[i], st, tr.dlogp[off:off+n], tr.dent[off:off+n])
-		off += n
-	}
+	rowLoss(part, w, cfg, st)(0, tr.out.LogP, tr.out.Entropy, tr.dlogp, tr.dent)
 	if !backward {
 		return nil
 	}
@@ -339,6 +358,31 @@ func (tr *Trainer) microBatch(part []*completion, w []weights, temperature float
 		dent = tr.dent
 	}
 	return tr.Policy.Backward(tr.dlogp, dent)
+}
+
+// rowLoss is the loss of part's scored rows as a gpt2.RowGrad: called on consecutive runs of
+// rows from the first (each completion's tokens in order, completion after completion), it
+// adds their terms to st and writes their ∂L/∂logp and ∂L/∂H. A run may end inside a
+// completion only at the token level, where a token's terms do not depend on the others.
+func rowLoss(part []*completion, w []weights, cfg Config, st *stats) gpt2.RowGrad {
+	i, first := 0, 0 // the completion holding the next row, and its first row
+	return func(lo int, logp, ent, dlogp, dent []float32) {
+		for r := 0; r < len(logp); {
+			k := part[i]
+			t0 := lo + r - first // the completion's first token in this run
+			t1 := min(len(k.c.Tokens), t0+len(logp)-r)
+			n := t1 - t0
+			s := sequenceTokens{logp: logp[r : r+n], old: k.c.LogProbs[t0:t1], entropy: ent[r : r+n]}
+			if k.refLogp != nil {
+				s.ref = k.refLogp[t0:t1]
+			}
+			sequenceLoss(cfg, s, k.adv, w[i], st, dlogp[r:r+n], dent[r:r+n])
+			r += n
+			if t1 == len(k.c.Tokens) {
+				i, first = i+1, first+len(k.c.Tokens)
+			}
+		}
+	}
 }
 
 func (s *stats) add(ratio, logRatio float64, t tokenLoss, h float64, kl bool) {
