@@ -48,8 +48,7 @@ func (j *attentionJob) run(w, lo, hi int) {
 
 // families groups the pack's sequences into families and returns their bounds and the
 // scratch (floats per worker) the largest sequence needs: its score matrix, (t, t) for a
-// sequence of its own and (t, p+t) for a continuation of p rows; the backward needs two and
-// a row term.
+// sequence of its own and (t, p+t) for a continuation of p rows; the backward needs two.
 func families(p backend.Pack, fam []int32, backward bool) ([]int32, int) {
 	fam = fam[:0]
 	need, root := 0, -1
@@ -65,7 +64,7 @@ func families(p backend.Pack, fam []int32, backward bool) ([]int32, int) {
 			panic(fmt.Sprintf("cpu: sequence %d continues sequence %d, which is not the prefix before it", i, pre))
 		}
 		if backward {
-			need = max(need, 2*t*w+t)
+			need = max(need, 2*t*w)
 		} else {
 			need = max(need, t*w)
 		}
@@ -82,26 +81,7 @@ func (j *attentionJob) forwardContinuation(scr []float32, ps, pl, s, t, h int) {
 	p := scr[:t*w]
 	sgemm(false, true, t, pl, hd, scale, q, c3, kp, c3, 0, p, w)
 	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p[pl:], w)
-	for r := 0; r < t; r++ {
-		row := p[r*w : (r+1)*w]
-		n := pl + r + 1
-		m := row[0]
-		for _, x := range row[1:n] {
-			m = max(m, x)
-		}
-		var sum float32
-		for x := 0; x < n; x++ {
-			e := expf(row[x] - m)
-			row[x] = e
-			sum += e
-		}
-		inv := 1 / sum
-		for x := 0; x < n; x++ {
-			row[x] *= inv
-		}
-		clear(row[n:])
-		j.lse[(s+r)*j.nh+h] = m + float32(math.Log(float64(sum)))
-	}
+	cAttentionSoftmax(p, t, w, pl, j.lse[s*j.nh+h:], j.nh)
 	out := j.out[s*j.c+h*hd:]
 	sgemm(false, false, t, hd, pl, 1, p, w, vp, c3, 0, out, j.c)
 	sgemm(false, false, t, hd, t, 1, p[pl:], w, v, c3, 1, out, j.c)
@@ -113,7 +93,7 @@ func (j *attentionJob) backwardContinuation(scr []float32, ps, pl, s, t, h int) 
 	_, kp, vp, hd, scale := j.views(ps, h)
 	q, k, v, _, _ := j.views(s, h)
 	c3, w := 3*j.c, pl+t
-	p, dp, dd := scr[:t*w], scr[t*w:2*t*w], scr[2*t*w:2*t*w+t]
+	p, dp := scr[:t*w], scr[t*w:2*t*w]
 	dy := j.dout[s*j.c+h*hd:]
 	y := j.out[s*j.c+h*hd:]
 	base, pbase := s*c3+h*hd, ps*c3+h*hd
@@ -122,32 +102,12 @@ func (j *attentionJob) backwardContinuation(scr []float32, ps, pl, s, t, h int) 
 
 	sgemm(false, true, t, pl, hd, scale, q, c3, kp, c3, 0, p, w)
 	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p[pl:], w)
-	for r := 0; r < t; r++ {
-		row := p[r*w : (r+1)*w]
-		n := pl + r + 1
-		l := j.lse[(s+r)*j.nh+h]
-		for x := 0; x < n; x++ {
-			row[x] = expf(row[x] - l)
-		}
-		clear(row[n:])
-		var d float32
-		for e := 0; e < hd; e++ {
-			d += dy[r*j.c+e] * y[r*j.c+e]
-		}
-		dd[r] = d
-	}
-	sgemm(false, true, t, pl, hd, 1, dy, j.c, vp, c3, 0, dp, w)    // dP = dY·Vᵀ, prefix part
-	sgemm(false, true, t, t, hd, 1, dy, j.c, v, c3, 0, dp[pl:], w) // and own part
-	sgemm(true, false, pl, hd, t, 1, p, w, dy, j.c, 1, dvp, c3)    // dV_prefix += Pᵀ·dY
-	sgemm(true, false, t, hd, t, 1, p[pl:], w, dy, j.c, 0, dv, c3) // dV = Pᵀ·dY
-	for r := 0; r < t; r++ {
-		prow, drow := p[r*w:(r+1)*w], dp[r*w:(r+1)*w]
-		n := pl + r + 1
-		for x := 0; x < n; x++ {
-			drow[x] = prow[x] * (drow[x] - dd[r])
-		}
-		clear(drow[n:])
-	}
+	cAttentionProbs(p, t, w, pl, j.lse[s*j.nh+h:], j.nh)
+	sgemm(false, true, t, pl, hd, 1, dy, j.c, vp, c3, 0, dp, w)     // dP = dY·Vᵀ, prefix part
+	sgemm(false, true, t, t, hd, 1, dy, j.c, v, c3, 0, dp[pl:], w)  // and own part
+	sgemm(true, false, pl, hd, t, 1, p, w, dy, j.c, 1, dvp, c3)     // dV_prefix += Pᵀ·dY
+	sgemm(true, false, t, hd, t, 1, p[pl:], w, dy, j.c, 0, dv, c3)  // dV = Pᵀ·dY
+	cAttentionDScores(dp, p, t, w, pl, dy, y, j.c, hd)              // dS = P ⊙ (dP − D)
 	sgemm(false, false, t, hd, pl, scale, dp, w, kp, c3, 0, dq, c3) // dQ = dS·K
 	sgemm(false, false, t, hd, t, scale, dp[pl:], w, k, c3, 1, dq, c3)
 	sgemm(true, false, pl, hd, t, scale, dp, w, q, c3, 1, dkp, c3)    // dK_prefix += dSᵀ·Q
@@ -169,25 +129,7 @@ func (j *attentionJob) forwardPair(scr []float32, s, t, h int) {
 	c3 := 3 * j.c
 	p := scr[:t*t]
 	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p, t)
-	for r := 0; r < t; r++ {
-		row := p[r*t : (r+1)*t]
-		m := row[0]
-		for _, x := range row[1 : r+1] {
-			m = max(m, x)
-		}
-		var sum float32
-		for x := 0; x <= r; x++ {
-			e := expf(row[x] - m)
-			row[x] = e
-			sum += e
-		}
-		inv := 1 / sum
-		for x := 0; x <= r; x++ {
-			row[x] *= inv
-		}
-		clear(row[r+1:])
-		j.lse[(s+r)*j.nh+h] = m + float32(math.Log(float64(sum)))
-	}
+	cAttentionSoftmax(p, t, t, 0, j.lse[s*j.nh+h:], j.nh)
 	sgemm(false, false, t, hd, t, 1, p, t, v, c3, 0, j.out[s*j.c+h*hd:], j.c)
 }
 
@@ -197,7 +139,7 @@ func (j *attentionJob) backwardPair(scr []float32, s, t, h int) {
 	}
 	q, k, v, hd, scale := j.views(s, h)
 	c3 := 3 * j.c
-	p, dp, dd := scr[:t*t], scr[t*t:2*t*t], scr[2*t*t:2*t*t+t]
+	p, dp := scr[:t*t], scr[t*t:2*t*t]
 	dy := j.dout[s*j.c+h*hd:]
 	y := j.out[s*j.c+h*hd:]
 	base := s*c3 + h*hd
@@ -205,29 +147,11 @@ func (j *attentionJob) backwardPair(scr []float32, s, t, h int) {
 
 	// Recompute the probabilities from the saved log-sum-exp.
 	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p, t)
-	for r := 0; r < t; r++ {
-		row := p[r*t : (r+1)*t]
-		l := j.lse[(s+r)*j.nh+h]
-		for x := 0; x <= r; x++ {
-			row[x] = expf(row[x] - l)
-		}
-		clear(row[r+1:])
-		// D_r = dy_r · y_r equals Σ_x P_rx dP_rx, the softmax backward's row term.
-		var d float32
-		for e := 0; e < hd; e++ {
-			d += dy[r*j.c+e] * y[r*j.c+e]
-		}
-		dd[r] = d
-	}
+	cAttentionProbs(p, t, t, 0, j.lse[s*j.nh+h:], j.nh)
 	sgemm(false, true, t, t, hd, 1, dy, j.c, v, c3, 0, dp, t) // dP = dY·Vᵀ
 	sgemm(true, false, t, hd, t, 1, p, t, dy, j.c, 0, dv, c3) // dV = Pᵀ·dY
-	for r := 0; r < t; r++ {
-		prow, drow := p[r*t:(r+1)*t], dp[r*t:(r+1)*t]
-		for x := 0; x <= r; x++ {
-			drow[x] = prow[x] * (drow[x] - dd[r])
-		}
-		clear(drow[r+1:])
-	}
+	// dS = P ⊙ (dP − D), D_r = dy_r·y_r = Σ_x P_rx dP_rx (the softmax backward's row term).
+	cAttentionDScores(dp, p, t, t, 0, dy, y, j.c, hd)
 	sgemm(false, false, t, hd, t, scale, dp, t, k, c3, 0, dq, c3) // dQ = dS·K
 	sgemm(true, false, t, hd, t, scale, dp, t, q, c3, 0, dk, c3)  // dK = dSᵀ·Q
 }

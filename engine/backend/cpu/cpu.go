@@ -26,14 +26,12 @@ type CPU struct {
 	bgrad biasGradJob
 	gm    gemmJob
 	ntj   ntJob
-	tr    transposeJob
 	sm    softmaxJob
 
 	partials []float64 // per-chunk reduction results
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db
 	lpSums   []float64 // LogProbs per-row sums
 	fam      []int32   // attention's families of sequences
-	gemmScr  []float32 // a transposed weight block for dx = dy·w
 	scratch  [][]float32
 }
 
@@ -108,14 +106,6 @@ func (c *CPU) scratchFor(n int) [][]float32 {
 		c.scratch[w] = c.scratch[w][:n]
 	}
 	return c.scratch
-}
-
-// gemmScratch returns MatMulBackward's scratch of n floats.
-func (c *CPU) gemmScratch(n int) []float32 {
-	if cap(c.gemmScr) < n {
-		c.gemmScr = make([]float32, n)
-	}
-	return c.gemmScr[:n]
 }
 
 // growZero returns (*s)[:n] zeroed, growing *s if needed.

@@ -125,14 +125,3 @@ void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0,
 		}
 }
 
-
-// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols, in 16 × 16 tiles so that both sides
-// touch whole cache lines.
-void rk_transpose(float *dst, const float *src, long rows, long cols, long lds, long ldd) {
-	for (long r0 = 0; r0 < rows; r0 += 16)
-		for (long c0 = 0; c0 < cols; c0 += 16) {
-			long r1 = r0 + 16 < rows ? r0 + 16 : rows, c1 = c0 + 16 < cols ? c0 + 16 : cols;
-			for (long r = r0; r < r1; r++)
-				for (long c = c0; c < c1; c++) dst[c * ldd + r] = src[r * lds + c];
-		}
-}

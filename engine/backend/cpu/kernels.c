@@ -197,9 +197,32 @@ void rk_adamw(float *p, const float *g, float *m, float *v, long n, float b1, fl
 // Max is exact, so its order never matters; NaN must win so that it propagates.
 static inline float max_nan(float a, float b) { return b > a || b != b ? b : a; }
 
+// Eight running maxima and a mask of the lanes that met a NaN.
+__attribute__((target("avx2"))) static float max_scaled_avx2(const float *x, long n, float scale, long *done) {
+	const __m256 S = _mm256_set1_ps(scale);
+	__m256 m = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+	long i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), S);
+		m = _mm256_max_ps(m, v);
+		nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+	}
+	float l[8];
+	_mm256_storeu_ps(l, m);
+	float r = l[0];
+	for (int j = 1; j < 8; j++) r = max_nan(r, l[j]);
+	*done = i;
+	return _mm256_movemask_ps(nan) ? NAN : r;
+}
+
 float rk_max_scaled(const float *x, long n, float scale) {
 	float m = x[0] * scale;
-	for (long i = 1; i < n; i++) m = max_nan(m, x[i] * scale);
+	long i = 1;
+	if (avx2() && n >= 16) {
+		m = max_scaled_avx2(x, n, scale, &i);
+		if (m != m) return m;
+	}
+	for (; i < n; i++) m = max_nan(m, x[i] * scale);
 	return m;
 }
 
@@ -399,5 +422,88 @@ void rk_attention_decode(float *out, const float *q, const float *k1, const floa
 	for (long j = 0; j < n; j++) {
 		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
 		for (long h = 0; h < nh; h++) axpy(out + h * hd, scratch[h * n + j], v + h * hd, hd);
+	}
+}
+
+// Attention over a block of scores: t query rows of stride w, row r seeing its first
+// n0 + r + 1 keys (a continuation's prefix of n0 keys, then causally its own), the rest of
+// the row masked.
+
+void rk_attention_softmax(float *p, long t, long w, long n0, float *lse, long ls) {
+	for (long r = 0; r < t; r++) {
+		float *row = p + r * w;
+		long n = n0 + r + 1;
+		lse[r * ls] = rk_softmax(row, row, n, 1.0f);
+		memset(row + n, 0, (size_t)(w - n) * sizeof(float));
+	}
+}
+
+__attribute__((target("avx2"))) static void exp_shift_avx2(float *x, long n, float l, long *done) {
+	const __m256 L = _mm256_set1_ps(l);
+	long i = 0;
+	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), L)));
+	*done = i;
+}
+
+void rk_attention_probs(float *p, long t, long w, long n0, const float *lse, long ls) {
+	for (long r = 0; r < t; r++) {
+		float *row = p + r * w;
+		long n = n0 + r + 1, i = 0;
+		float l = lse[r * ls];
+		if (avx2()) exp_shift_avx2(row, n, l, &i);
+		for (; i < n; i++) row[i] = exp1(row[i] - l);
+		memset(row + n, 0, (size_t)(w - n) * sizeof(float));
+	}
+}
+
+__attribute__((target("avx2"))) static void dscores_avx2(float *dp, const float *p, long n, float d, long *done) {
+	const __m256 D = _mm256_set1_ps(d);
+	long i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dp + i, _mm256_mul_ps(_mm256_loadu_ps(p + i), _mm256_sub_ps(_mm256_loadu_ps(dp + i), D)));
+	*done = i;
+}
+
+void rk_attention_dscores(float *dp, const float *p, long t, long w, long n0, const float *dy, const float *y, long ld,
+                          long hd) {
+	for (long r = 0; r < t; r++) {
+		float *drow = dp + r * w;
+		const float *prow = p + r * w;
+		long n = n0 + r + 1, i = 0;
+		float d = dot(dy + r * ld, y + r * ld, hd);
+		if (avx2()) dscores_avx2(drow, prow, n, d, &i);
+		for (; i < n; i++) drow[i] = prow[i] * (drow[i] - d);
+		memset(drow + n, 0, (size_t)(w - n) * sizeof(float));
+	}
+}
+
+// Column sums in row order, kept in registers across the rows for 32 columns at a time.
+__attribute__((target("avx2"))) static void col_sums_avx2(float *acc, const float *x, long n, long ld, long cols, long *done) {
+	long c = 0;
+	for (; c + 32 <= cols; c += 32) {
+		__m256 a0 = _mm256_loadu_ps(acc + c), a1 = _mm256_loadu_ps(acc + c + 8), a2 = _mm256_loadu_ps(acc + c + 16),
+		       a3 = _mm256_loadu_ps(acc + c + 24);
+		for (long i = 0; i < n; i++) {
+			const float *row = x + i * ld + c;
+			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(row));
+			a1 = _mm256_add_ps(a1, _mm256_loadu_ps(row + 8));
+			a2 = _mm256_add_ps(a2, _mm256_loadu_ps(row + 16));
+			a3 = _mm256_add_ps(a3, _mm256_loadu_ps(row + 24));
+		}
+		_mm256_storeu_ps(acc + c, a0);
+		_mm256_storeu_ps(acc + c + 8, a1);
+		_mm256_storeu_ps(acc + c + 16, a2);
+		_mm256_storeu_ps(acc + c + 24, a3);
+	}
+	*done = c;
+}
+
+void rk_col_sums(float *acc, const float *x, long n, long ld, long cols) {
+	long c = 0;
+	if (avx2()) col_sums_avx2(acc, x, n, ld, cols, &c);
+	for (; c < cols; c++) {
+		float a = acc[c];
+		for (long i = 0; i < n; i++) a += x[i * ld + c];
+		acc[c] = a;
 	}
 }

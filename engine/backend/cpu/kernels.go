@@ -50,6 +50,29 @@ func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh
 		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
 }
 
+// cAttentionSoftmax, cAttentionProbs and cAttentionDScores run over a block of t score rows
+// of stride w, row r seeing its first n0 + r + 1 keys (kernels.h); lse's row stride is ls.
+func cAttentionSoftmax(p []float32, t, w, n0 int, lse []float32, ls int) {
+	C.rk_attention_softmax(fptr(p[:t*w]), C.long(t), C.long(w), C.long(n0), fptr(lse[:(t-1)*ls+1]), C.long(ls))
+}
+
+func cAttentionProbs(p []float32, t, w, n0 int, lse []float32, ls int) {
+	C.rk_attention_probs(fptr(p[:t*w]), C.long(t), C.long(w), C.long(n0), fptr(lse[:(t-1)*ls+1]), C.long(ls))
+}
+
+func cAttentionDScores(dp, p []float32, t, w, n0 int, dy, y []float32, ld, hd int) {
+	C.rk_attention_dscores(fptr(dp[:t*w]), fptr(p[:t*w]), C.long(t), C.long(w), C.long(n0),
+		fptr(dy[:(t-1)*ld+hd]), fptr(y[:(t-1)*ld+hd]), C.long(ld), C.long(hd))
+}
+
+// cColSums adds to acc[c] the sum of x[i·ld + c] over n rows, in row order, for c < len(acc).
+func cColSums(acc, x []float32, n, ld int) {
+	if n == 0 || len(acc) == 0 {
+		return
+	}
+	C.rk_col_sums(fptr(acc), fptr(x[:(n-1)*ld+len(acc)]), C.long(n), C.long(ld), C.long(len(acc)))
+}
+
 // cGemmNT computes out[i][j] (+)= a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c); ref
 // selects the portable arithmetic instead of the AVX-512 kernel.
 func cGemmNT(out, a, w []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool) {
@@ -61,15 +84,6 @@ func cGemmNT(out, a, w []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool
 		return
 	}
 	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
-}
-
-// cTranspose writes the transpose of the rows × cols block of src (row stride lds) into dst
-// (row stride ldd).
-func cTranspose(dst, src []float32, rows, cols, lds, ldd int) {
-	if rows == 0 || cols == 0 {
-		return
-	}
-	C.rk_transpose(fptr(dst), fptr(src), C.long(rows), C.long(cols), C.long(lds), C.long(ldd))
 }
 
 func cBool(b bool) C.int {

@@ -26,6 +26,20 @@ float rk_softmax(float *out, const float *x, long n, float scale);
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
 
+// Attention over a score block of t query rows (row stride w) whose row r sees its first
+// n0 + r + 1 keys: a continuation of n0 prefix rows, causally (n0 = 0 for a sequence of its
+// own). rk_attention_softmax turns each row's scores into probabilities in place, the masked
+// rest 0, and writes its log-sum-exp to lse[r·ls]; rk_attention_probs recomputes the
+// probabilities from the scores and those log-sum-exps; rk_attention_dscores turns dP into
+// dS = P ⊙ (dP − D_r) in place, D_r = dy_r·y_r over hd channels (dy, y: row stride ld).
+void rk_attention_softmax(float *p, long t, long w, long n0, float *lse, long ls);
+void rk_attention_probs(float *p, long t, long w, long n0, const float *lse, long ls);
+void rk_attention_dscores(float *dp, const float *p, long t, long w, long n0, const float *dy, const float *y, long ld,
+                          long hd);
+
+// acc[c] += Σ_i x[i·ld + c] for c < cols, each column summed over its n rows in order.
+void rk_col_sums(float *acc, const float *x, long n, long ld, long cols);
+
 // out[i][j] = Σ_k a[i][k]·w[j][k] (added to out when acc is set) for rows i < m and columns
 // j0 <= j < j1; row strides lda, ldw, ldo (gemm_small.c). rk_gemm_nt needs AVX-512
 // (rk_has_avx512); rk_gemm_nt_ref is its arithmetic in portable C, bit for bit.
@@ -37,8 +51,6 @@ int rk_has_avx512(void);
 // Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
 // Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.
 const char *rk_blas_fix_core(void);
-// dst[c·ldd + r] = src[r·lds + c] for r < rows, c < cols.
-void rk_transpose(float *dst, const float *src, long rows, long cols, long lds, long ldd);
 
 // rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
 // (tests use it to check that both agree bit for bit).

@@ -53,6 +53,21 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 		g := append([]float32(nil), x...)
 		cLogProbBackward(g, 0.7, mx+float32(math.Log(s)), 0.3, -0.2, 1.1)
 		res = append(res, g)
+		res = append(res, []float32{cMaxScaled(xn, 0.7), cMaxScaled(xn[10:], 1)})
+		// An attention block: 9 query rows seeing 11 prefix keys, then causally their own
+		// (rows of 12 to 20 keys: both paths run tails), lse at a stride of 3.
+		const ta, pa, ld = 9, 11, 37
+		wa := pa + ta
+		sc, lse2 := append([]float32(nil), x[:ta*wa]...), make([]float32, 3*ta)
+		cAttentionSoftmax(sc, ta, wa, pa, lse2, 3)
+		pr := append([]float32(nil), x[:ta*wa]...)
+		cAttentionProbs(pr, ta, wa, pa, lse2, 3)
+		ds := append([]float32(nil), y[:ta*wa]...)
+		cAttentionDScores(ds, pr, ta, wa, pa, x[100:], y[200:], ld, 21)
+		res = append(res, sc, lse2, pr, ds)
+		cs := append([]float32(nil), y[:45]...) // 32 columns in registers, 13 in the tail
+		cColSums(cs, x, 17, 53)
+		res = append(res, cs)
 		return res
 	}
 	setAVX2(true)
@@ -69,5 +84,8 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 	}
 	if g := vec[1][9]; g == g {
 		t.Fatalf("GELU(NaN) = %v, want NaN", g)
+	}
+	if m := vec[len(vec)-6]; m[0] == m[0] || m[1] != m[1] {
+		t.Fatalf("max over a row with a NaN: %v, over one without: %v", m[0], m[1])
 	}
 }

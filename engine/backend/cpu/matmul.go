@@ -22,13 +22,7 @@ type biasGradJob struct {
 }
 
 func (j *biasGradJob) run(_, lo, hi int) {
-	acc := j.dbias[lo:hi]
-	for i := 0; i < j.n; i++ {
-		row := j.dout[i*j.oc+lo : i*j.oc+hi]
-		for k, v := range row {
-			acc[k] += v
-		}
-	}
+	cColSums(j.dbias[lo:hi], j.dout[lo:], j.n, j.oc)
 }
 
 // gemmJob splits one GEMM over the pool: OpenBLAS runs single-threaded inside each worker
@@ -127,35 +121,12 @@ func (c *CPU) nt(out, a, w []float32, m, n, k, lda, ldw, ldo int, acc bool) {
 	c.ntj = ntJob{}
 }
 
-// transposeJob writes the transpose of src's rows [lo, hi) (cols each) into dst's columns.
-type transposeJob struct {
-	dst, src       []float32
-	cols, lds, ldd int
-}
-
-func (j *transposeJob) run(_, lo, hi int) {
-	cTranspose(j.dst[lo:], j.src[lo*j.lds:], hi-lo, j.cols, j.lds, j.ldd)
-}
-
-// transpose writes the (cols, rows) transpose of src (rows × cols, stride lds) into dst
-// (stride ldd), the rows shared over the pool.
-func (c *CPU) transpose(dst, src []float32, rows, cols, lds, ldd int) {
-	c.tr = transposeJob{dst: dst, src: src, cols: cols, lds: lds, ldd: ldd}
-	c.pool.run(&c.tr, rows, 64)
-	c.tr = transposeJob{}
-}
-
-// dxBlock is the inner-dimension block of dx = dy·w through the packing-free kernel: w's rows
-// [o, o+dxBlock) are transposed into scratch (ch × dxBlock floats) and multiplied in, block
-// after block, so the scratch stays small even for the tied embedding (V rows).
-const dxBlock = 1024
-
 // useNT says whether MatMul may run gemm_small.c's kernel (AVX-512) rather than OpenBLAS;
 // tests switch it to compare the two.
 var useNT = hasAVX512()
 
-// ntMaxRows is the most rows for which MatMul (and the input gradient of MatMulBackward) take
-// the packing-free kernel: a decode step's products. Above it OpenBLAS's packed panels pay
+// ntMaxRows is the most rows for which MatMul takes the packing-free kernel: a decode step's
+// products. Above it OpenBLAS's packed panels pay
 // for their copy and its kernels run faster (on this project's AVX-512 machine, per core:
 // 115 against 105 GFLOP/s at 64 rows, 115 against 150 at 768).
 const ntMaxRows = 96
@@ -189,18 +160,10 @@ func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, o
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := dout.F32()[:n*oc]
-	switch {
-	case dinp.Nil():
-	case ntFor(n):
-		// dx[i][j] = Σ_o dy[i][o]·w[o][j]: with w's block transposed, a product of rows.
-		kb := min(dxBlock, oc)
-		wt := c.gemmScratch(ch * kb)
-		for o := 0; o < oc; o += kb {
-			k := min(kb, oc-o)
-			c.transpose(wt, w.F32()[o*ch:], k, ch, ch, k)
-			c.nt(dinp.F32(), d[o:], wt, n, ch, k, oc, k, ch, o > 0)
-		}
-	default:
+	// The input gradient is OpenBLAS's at every size: the packing-free kernel reads w by rows
+	// and dx = dy·w needs it by columns, which a transposed copy of w would cost as much as
+	// the product at a few dozen rows.
+	if !dinp.Nil() {
 		c.gemm(false, false, n, ch, oc, 1, d, oc, w.F32(), ch, 0, dinp.F32(), ch)
 	}
 	c.gemm(true, false, oc, ch, n, 1, d, oc, inp.F32(), ch, 1, dw.F32(), ch)
