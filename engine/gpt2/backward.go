@@ -39,8 +39,9 @@ func (m *Model) Backward(dlogp, dent []float32) error {
 		if dent != nil {
 			bk.Upload(a.dent.Slice(0, r), dent)
 		}
-		for lo := 0; lo < r; lo += a.headRows {
-			rows := min(a.headRows, r-lo)
+		size := a.chunkRows(r)
+		for lo := 0; lo < r; lo += size {
+			rows := min(size, r-lo)
 			logits := a.logits.Slice(0, rows*v)
 			m.headLogits(a, logits, lo, rows)
 			dentBuf := backend.Buf{}

@@ -54,8 +54,8 @@
 // # The LM head in chunks
 //
 // A batch's logits are r × V floats — 64 completions of 72 tokens over GPT-2's vocabulary are
-// 0.9 GB — so they are never held at once. The head runs over the scored rows in chunks of
-// HeadRows (HeadChunkBytes of logits): each chunk's logits are computed, reduced to lse,
+// 0.9 GB — so they are never held at once. The head runs over the scored rows in equal chunks
+// of at most HeadRows (HeadChunkBytes of logits): each chunk's logits are computed, reduced to lse,
 // log p_y and H, and dropped. Backward recomputes a chunk's logits from the saved head input h
 // and turns them into ∂L/∂logits in place, then into the chunk's share of ∂L/∂h and ∂L/∂wte.
 // ForwardBackward fuses the two for losses whose g_r and e_r are known once log p and H are

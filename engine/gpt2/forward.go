@@ -134,8 +134,9 @@ func (m *Model) Logits() []float32 {
 		return out
 	}
 	a := m.act
-	for lo := 0; lo < r; lo += a.headRows {
-		rows := min(a.headRows, r-lo)
+	size := a.chunkRows(r)
+	for lo := 0; lo < r; lo += size {
+		rows := min(size, r-lo)
 		logits := a.logits.Slice(0, rows*v)
 		m.headLogits(a, logits, lo, rows)
 		m.B.Download(out[lo*v:(lo+rows)*v], logits)
@@ -190,8 +191,8 @@ func (m *Model) trunk(a *activations, n int, kv *KVCache, decode, save bool) {
 	bk.LayerNorm(a.lnf, a.lnfMean, a.lnfRstd, residual, p.lnfw, p.lnfb, n, c, cfg.LayerNormE)
 }
 
-// heads runs the tied LM head over the r scored rows in chunks of a.headRows: for each chunk
-// the logits (headRows × V, the only place they exist), then the log-probabilities of the
+// heads runs the tied LM head over the r scored rows in chunks of up to a.headRows: for each
+// chunk the logits (rows × V, the only place they exist), then the log-probabilities of the
 // targets (and entropies). With grad (ForwardBackward), each chunk's logits then become their
 // gradient in place and flow into the tied embedding's gradient and into the final
 // LayerNorm's output gradient a.dln, before the next chunk overwrites them.
@@ -201,8 +202,9 @@ func (m *Model) heads(a *activations, r int, invTemp float32, entropy bool, grad
 	}
 	bk, c, v := m.B, m.Config.Channels, m.Config.VocabSize
 	bk.GatherRows(a.headIn, a.lnf, a.rows.Slice(0, r), c)
-	for lo := 0; lo < r; lo += a.headRows {
-		rows := min(a.headRows, r-lo)
+	size := a.chunkRows(r)
+	for lo := 0; lo < r; lo += size {
+		rows := min(size, r-lo)
 		logits := a.logits.Slice(0, rows*v)
 		m.headLogits(a, logits, lo, rows)
 		ent := backend.Buf{}

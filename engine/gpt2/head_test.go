@@ -127,6 +127,36 @@ func TestHeadChunks(t *testing.T) {
 	}
 }
 
+// TestHeadChunksEqual: the scored rows run in as few chunks as HeadRows allows, of sizes
+// that differ by a row at most — never a small remainder, whose products run slowly.
+func TestHeadChunksEqual(t *testing.T) {
+	r := rand.New(rand.NewPCG(40, 41))
+	for _, c := range []struct {
+		headRows, scored int
+		want             []int
+	}{
+		{4, 9, []int{3, 3, 3}},
+		{4, 8, []int{4, 4}},
+		{5, 11, []int{4, 4, 3}},
+		{16, 7, []int{7}},
+		{1, 3, []int{1, 1, 1}},
+	} {
+		b := headBatch(r, testConfig.VocabSize, []int{c.scored + 1}, []int{0})
+		m := newTestModel(t, testConfig, 42)
+		m.HeadRows = c.headRows
+		var got []int
+		err := m.ForwardBackward(b, 1, false, func(lo int, logp, _, dlogp, _ []float32) {
+			got = append(got, len(logp))
+		}, &Output{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%d scored rows in chunks of up to %d: chunks of %v, want %v", c.scored, c.headRows, got, c.want)
+		}
+	}
+}
+
 // TestForwardBackwardIsBackward: with the same chunks, the fused pass and Forward + Backward
 // run the same arithmetic: bit-identical gradients — also when the loss reads each row's
 // entropy but gives it a zero gradient (−0, as a zero coefficient times a weight makes),

@@ -25,8 +25,8 @@ func TestFootprintParts(t *testing.T) {
 	if want := int64(2304 * 4 * ((16*768 + 4 + 12) + 3*768 + 5)); s.Activations != want || s.Grads != 0 || s.Backward != 0 {
 		t.Errorf("scoring: activations %d (want %d), grads %d, backward %d", s.Activations, want, s.Grads, s.Backward)
 	}
-	if want := int64(4 * (1024*(768+7) + 160*50257)); s.Head != want {
-		t.Errorf("scoring head %d, want %d: one chunk of 160 rows", s.Head, want)
+	if want := int64(4 * (1024*(768+7) + 320*50257)); s.Head != want {
+		t.Errorf("scoring head %d, want %d: one chunk of 320 rows", s.Head, want)
 	}
 }
 
