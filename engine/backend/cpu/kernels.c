@@ -5,13 +5,16 @@
 //
 // The two paths perform the same float operations in the same order (no fused multiply-add,
 // the same lane structure for sums), so they return bit-identical results and a run
-// reproduces on any x86-64 machine.
+// reproduces on any x86-64 machine. Contraction is off (the pragma below): in a function whose
+// target has FMA the compiler would otherwise fuse a multiply and an add into one rounding.
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels.h"
+
+#pragma GCC optimize("fp-contract=off")
 
 static int cpu_avx2 = -1;   // what the processor supports, detected once
 static int avx2_enabled = 1; // tests switch the AVX2 paths off
@@ -401,6 +404,10 @@ static void axpy(float *y, float a, const float *x, long n) {
 // the rest from k2, v2. scratch holds nh·n scores.
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch) {
+	if (rk_decode16()) {
+		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch);
+		return;
+	}
 	long n = n1 + n2;
 	for (long j = 0; j < n; j++) {
 		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;

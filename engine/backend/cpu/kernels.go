@@ -50,6 +50,18 @@ func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh
 		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
 }
 
+// cAttentionDecodeRef is cAttentionDecode's sixteen-lane arithmetic in portable C.
+func cAttentionDecodeRef(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch []float32) {
+	C.rk_attention_decode_ref(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
+		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
+}
+
+// hasDecode16 reports whether decode attention runs in sixteen lanes (AVX-512);
+// setDecode16(false) makes it run the AVX2 and scalar paths (tests compare them).
+func hasDecode16() bool { return C.rk_decode16() != 0 }
+
+func setDecode16(on bool) { C.rk_set_decode16(cBool(on)) }
+
 // cAttentionSoftmax, cAttentionProbs and cAttentionDScores run over a block of t score rows
 // of stride w, row r seeing its first n0 + r + 1 keys (kernels.h); lse's row stride is ls.
 func cAttentionSoftmax(p []float32, t, w, n0 int, lse []float32, ls int) {

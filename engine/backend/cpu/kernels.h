@@ -26,6 +26,16 @@ float rk_softmax(float *out, const float *x, long n, float scale);
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
 
+// rk_attention_decode in sixteen lanes (AVX-512, decode_attention.c), which rk_attention_decode
+// runs when rk_decode16 says the processor has it (and rk_set_decode16 has not switched it
+// off); rk_attention_decode_ref is its arithmetic in portable C, bit for bit.
+void rk_attention_decode16(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                           const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
+void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                             const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
+int rk_decode16(void);
+void rk_set_decode16(int on);
+
 // Attention over a score block of t query rows (row stride w) whose row r sees its first
 // n0 + r + 1 keys: a continuation of n0 prefix rows, causally (n0 = 0 for a sequence of its
 // own). rk_attention_softmax turns each row's scores into probabilities in place, the masked

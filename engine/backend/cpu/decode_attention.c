@@ -1,0 +1,259 @@
+// Decode attention in sixteen float lanes (AVX-512): one query row over the cached keys and
+// values of its slot, all heads. A decode step runs it for every row and layer over the whole
+// context, so it is most of a step's work besides the weight products.
+//
+// For head h of hd channels and positions j < n:
+//
+//	s_j = scale · q_h·k_{j,h}     channel e in lane e mod 16, fused multiply-adds in channel
+//	                             order, the lanes summed by a fixed tree (as gemm_small.c's dots)
+//	p   = softmax(s)              max; e^{s_j − max} (kernels.c's exp: the same operations in
+//	                             every path); the sum with position j in lane j mod 16, the
+//	                             lanes summed by the same tree; each p_j = e_j · (1 / sum)
+//	out_h = Σ_j p_j v_{j,h}       per channel, fused multiply-adds in position order
+//
+// Keys are read position by position, every head of a position at once (each cached row once,
+// in address order); values head by head, the head's channels accumulating in registers over
+// the positions. rk_attention_decode_ref is the same arithmetic in portable C (fmaf, the same
+// lanes and trees): the tests check the vector code against it bit for bit.
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define EXP_LO -87.3f
+#define EXP_HI 88.7f
+#define LOG2E 1.44269504088896341f
+#define C1 0.693359375f
+#define C2 -2.12194440e-4f
+#define P0 1.9875691500e-4f
+#define P1 1.3981999507e-3f
+#define P2 8.3334519073e-3f
+#define P3 4.1665795894e-2f
+#define P4 1.6666665459e-1f
+#define P5 5.0000001201e-1f
+
+// No multiply and add fused into one rounding but the explicit ones: exp16 must round as
+// kernels.c's exp1 does.
+#pragma GCC optimize("fp-contract=off")
+
+// kernels.c's exp1, operation for operation.
+__attribute__((target("avx512f,avx512dq"))) static inline __m512 exp16(__m512 x) {
+	x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);
+	x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
+	__m512 fl = _mm512_roundscale_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _mm512_set1_ps(0.5f)),
+	                                 _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+	__m512i n = _mm512_cvttps_epi32(fl);
+	x = _mm512_sub_ps(x, _mm512_mul_ps(fl, _mm512_set1_ps(C1)));
+	x = _mm512_sub_ps(x, _mm512_mul_ps(fl, _mm512_set1_ps(C2)));
+	__m512 z = _mm512_mul_ps(x, x);
+	__m512 y = _mm512_set1_ps(P0);
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P1));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P2));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P3));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P4));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P5));
+	y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(y, z), x), _mm512_set1_ps(1.0f));
+	__m512i n1 = _mm512_srai_epi32(n, 1), n2 = _mm512_sub_epi32(n, n1);
+	__m512i bias = _mm512_set1_epi32(127);
+	__m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+	__m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+	return _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
+}
+
+// The lane tree: halves, quarters, then (q0 + q2) + (q1 + q3).
+__attribute__((target("avx512f,avx512dq"))) static inline float tree16(__m512 v) {
+	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+	__m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+	__m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+static int decode16_on = 1; // tests switch it off to run the other paths
+
+void rk_set_decode16(int on) { decode16_on = on; }
+
+int rk_decode16(void) { return decode16_on && rk_has_avx512(); }
+
+static inline __mmask16 tail(long left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
+
+// tree16 of four accumulators at once: lane i of the result is tree16 of the i-th. Each step
+// adds the same pairs of lanes as tree16 (halves, quarters, then (q0 + q2) + (q1 + q3)), two or
+// four accumulators to a register.
+__attribute__((target("avx512f,avx512dq"))) static inline __m128 tree16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+	__m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee)); // a's halves | b's
+	__m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+	__m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd)); // quarters
+	__m512 z = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4e));     // (q0 + q2), (q1 + q3)
+	__m512 w = _mm512_add_ps(z, _mm512_permute_ps(z, 0xb1));     // (q0 + q2) + (q1 + q3)
+	__m512i lane0 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+	return _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0, w));
+}
+
+// One head's dot over hd channels: full vectors, then the masked tail.
+__attribute__((target("avx512f,avx512dq"), always_inline)) static inline __m512 dot16(const float *q, const float *k, long hd) {
+	__m512 acc = _mm512_setzero_ps();
+	long e = 0;
+	for (; e + 16 <= hd; e += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + e), _mm512_loadu_ps(k + e), acc);
+	if (e < hd) {
+		__mmask16 m = tail(hd - e);
+		acc = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(m, q + e), _mm512_maskz_loadu_ps(m, k + e), acc, m);
+	}
+	return acc;
+}
+
+// Scores of every head against one cached key row, four heads per reduction.
+__attribute__((target("avx512f,avx512dq"), always_inline)) static inline void scores(float *s, long n, long j, const float *q,
+                                                                       const float *k, long nh, long hd, float scale) {
+	long h = 0;
+	for (; h + 4 <= nh; h += 4) {
+		__m128 r = tree16x4(dot16(q + h * hd, k + h * hd, hd), dot16(q + (h + 1) * hd, k + (h + 1) * hd, hd),
+		                    dot16(q + (h + 2) * hd, k + (h + 2) * hd, hd), dot16(q + (h + 3) * hd, k + (h + 3) * hd, hd));
+		float l[4];
+		_mm_storeu_ps(l, _mm_mul_ps(_mm_set1_ps(scale), r));
+		for (int i = 0; i < 4; i++) s[(h + i) * n + j] = l[i];
+	}
+	for (; h < nh; h++) s[h * n + j] = scale * tree16(dot16(q + h * hd, k + h * hd, hd));
+}
+
+// out_h = Σ_j p_j v_{j,h} for three heads of 64 channels at once (twelve independent chains of
+// fused multiply-adds in registers): positions j < n1 from v1, the rest from v2; p holds the
+// three heads' probabilities at a stride of n.
+__attribute__((target("avx512f,avx512dq"))) static void weigh3x64(float *out, const float *p, long n, const float *v1,
+                                                                   long n1, const float *v2, long ld) {
+	__m512 a[12];
+	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = _mm512_setzero_ps();
+	for (long j = 0; j < n; j++) {
+		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
+		__m512 x[3] = {_mm512_set1_ps(p[j]), _mm512_set1_ps(p[n + j]), _mm512_set1_ps(p[2 * n + j])};
+		_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(x[i / 4], _mm512_loadu_ps(v + 16 * i), a[i]);
+	}
+	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) _mm512_storeu_ps(out + 16 * i, a[i]);
+}
+
+// out_h's channels e0 .. e0+63 (masked past hd) over m positions.
+__attribute__((target("avx512f,avx512dq"))) static inline void weigh64(__m512 a[4], const __mmask16 t[4], const float *p,
+                                                                        const float *v, long m, long ld) {
+	for (long j = 0; j < m; j++, v += ld) {
+		__m512 x = _mm512_set1_ps(p[j]);
+		for (int i = 0; i < 4; i++) a[i] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(t[i], v + 16 * i), a[i]);
+	}
+}
+
+__attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *out, const float *q, const float *k1,
+                                                                       const float *v1, long n1, const float *k2,
+                                                                       const float *v2, long n2, long nh, long hd,
+                                                                       long ld, float scale, float *s) {
+	long n = n1 + n2;
+	if (hd == 64) { // GPT-2's head size: the dots unrolled, unmasked
+		for (long j = 0; j < n1; j++) scores(s, n, j, q, k1 + j * ld, nh, 64, scale);
+		for (long j = n1; j < n; j++) scores(s, n, j, q, k2 + (j - n1) * ld, nh, 64, scale);
+	} else {
+		for (long j = 0; j < n1; j++) scores(s, n, j, q, k1 + j * ld, nh, hd, scale);
+		for (long j = n1; j < n; j++) scores(s, n, j, q, k2 + (j - n1) * ld, nh, hd, scale);
+	}
+	for (long h = 0; h < nh; h++) {
+		float *sh = s + h * n;
+		__m512 mx = _mm512_set1_ps(-INFINITY), nan = _mm512_setzero_ps();
+		for (long j = 0; j < n; j += 16) {
+			__m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail(n - j), sh + j);
+			mx = _mm512_max_ps(mx, x);
+			nan = _mm512_or_ps(nan, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_ps(1.0f)));
+		}
+		float m = _mm512_reduce_max_ps(mx);
+		if (_mm512_reduce_add_ps(nan) != 0) m = NAN;
+		__m512 M = _mm512_set1_ps(m), sum = _mm512_setzero_ps();
+		for (long j = 0; j < n; j += 16) {
+			__mmask16 t = tail(n - j);
+			__m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, sh + j), M));
+			_mm512_mask_storeu_ps(sh + j, t, e);
+			sum = _mm512_mask_add_ps(sum, t, sum, e);
+		}
+		__m512 inv = _mm512_set1_ps(1.0f / tree16(sum));
+		for (long j = 0; j < n; j += 16) {
+			__mmask16 t = tail(n - j);
+			_mm512_mask_storeu_ps(sh + j, t, _mm512_mul_ps(_mm512_maskz_loadu_ps(t, sh + j), inv));
+		}
+	}
+	long h = 0;
+	if (hd == 64)
+		for (; h + 3 <= nh; h += 3)
+			weigh3x64(out + h * 64, s + h * n, n, v1 + h * 64, n1, v2 + h * 64, ld);
+	for (; h < nh; h++)
+		for (long e0 = 0; e0 < hd; e0 += 64) {
+			__mmask16 t[4];
+			for (int i = 0; i < 4; i++) t[i] = hd - e0 > 16 * i ? tail(hd - e0 - 16 * i) : 0;
+			__m512 a[4];
+			for (int i = 0; i < 4; i++) a[i] = _mm512_setzero_ps();
+			weigh64(a, t, s + h * n, v1 + h * hd + e0, n1, ld);
+			weigh64(a, t, s + h * n + n1, v2 + h * hd + e0, n2, ld);
+			for (int i = 0; i < 4; i++) _mm512_mask_storeu_ps(out + h * hd + e0 + 16 * i, t[i], a[i]);
+		}
+}
+
+static inline float max_or_nan(float a, float b) { return b > a || b != b ? b : a; }
+
+static float tree(const float l[16]) {
+	float h[8], q[4];
+	for (int e = 0; e < 8; e++) h[e] = l[e] + l[e + 8];
+	for (int e = 0; e < 4; e++) q[e] = h[e] + h[e + 4];
+	return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+// exp1 of kernels.c, repeated here so that this file stands alone.
+static float exp_ref(float x) {
+	x = EXP_LO > x ? EXP_LO : x;
+	x = EXP_HI < x ? EXP_HI : x;
+	float fl = floorf(x * LOG2E + 0.5f);
+	int n = (int)fl;
+	x = x - fl * C1;
+	x = x - fl * C2;
+	float z = x * x;
+	float y = P0;
+	y = y * x + P1;
+	y = y * x + P2;
+	y = y * x + P3;
+	y = y * x + P4;
+	y = y * x + P5;
+	y = y * z + x + 1.0f;
+	int n1 = n >> 1, n2 = n - n1;
+	float s1, s2;
+	int b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+	memcpy(&s1, &b1, 4);
+	memcpy(&s2, &b2, 4);
+	return y * s1 * s2;
+}
+
+void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                             const float *v2, long n2, long nh, long hd, long ld, float scale, float *s) {
+	long n = n1 + n2;
+	for (long j = 0; j < n; j++) {
+		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
+		for (long h = 0; h < nh; h++) {
+			float l[16] = {0};
+			for (long e = 0; e < hd; e++) l[e % 16] = fmaf(q[h * hd + e], k[h * hd + e], l[e % 16]);
+			s[h * n + j] = scale * tree(l);
+		}
+	}
+	for (long h = 0; h < nh; h++) {
+		float *sh = s + h * n;
+		float m = -INFINITY;
+		for (long j = 0; j < n; j++) m = max_or_nan(m, sh[j]);
+		float l[16] = {0};
+		for (long j = 0; j < n; j++) {
+			sh[j] = exp_ref(sh[j] - m);
+			l[j % 16] += sh[j];
+		}
+		float inv = 1.0f / tree(l);
+		for (long j = 0; j < n; j++) sh[j] *= inv;
+	}
+	for (long h = 0; h < nh; h++)
+		for (long e = 0; e < hd; e++) {
+			float a = 0;
+			for (long j = 0; j < n; j++) {
+				const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
+				a = fmaf(s[h * n + j], v[h * hd + e], a);
+			}
+			out[h * hd + e] = a;
+		}
+}
