@@ -214,7 +214,7 @@ function M.intervals(columns, order, o)
 end
 
 --- verdict(iv) → { up = {metrics whose change's interval lies above 0}, down = {... below
---- 0} }: the changes beyond noise at 95%, from intervals() or compare's second result.
+--- 0} }: the changes beyond noise at 95%, from intervals().
 function M.verdict(iv)
   local v = { up = {}, down = {} }
   for _, metric in ipairs(M.METRICS) do
@@ -257,15 +257,15 @@ end
 --- result (columns = { name = metrics, ... }; order lists the names, default sorted), and a
 --- Δ column (last − first) when there are two or more. Results from evalkit.run carry their
 --- answers, and then each number is followed by its 95% interval and the Δ by its paired one,
---- marked ▲ or ▼ when the interval excludes 0. n: the prompts behind each row. The second
---- result is intervals(columns, order, o).
+--- marked ▲ or ▼ when the interval excludes 0. n: the prompts behind each row. o: the
+--- options of intervals(), or o.intervals when they are computed already.
 function M.compare(columns, order, o)
   if not order then
     order = {}
     for name in pairs(columns) do order[#order + 1] = name end
     table.sort(order)
   end
-  local iv = M.intervals(columns, order, o)
+  local iv = (o and o.intervals) or M.intervals(columns, order, o)
   local rows = { { "metric" } }
   for _, name in ipairs(order) do rows[1][#rows[1] + 1] = name end
   if #order >= 2 then rows[1][#rows[1] + 1] = "Δ" end
@@ -295,7 +295,7 @@ function M.compare(columns, order, o)
     for j, c in ipairs(row) do parts[j] = pad(c, widths[j] + (j > 1 and 2 or 0), j == 1) end
     lines[#lines + 1] = (string.gsub(table.concat(parts), "%s+$", ""))
   end
-  return table.concat(lines, "\n"), iv
+  return table.concat(lines, "\n")
 end
 
 return M

@@ -154,7 +154,9 @@ function T.test_compare_prints_intervals_and_marks()
   end
   local before = { answers = answers(b), p_format = 0, a_format = 0, reward_mean = -0.3, p_top5_overlap = 0 }
   local after = { answers = answers(a), p_format = 1, a_format = 0.5, reward_mean = 0.5, p_top5_overlap = 1 }
-  local s, iv = evalkit.compare({ before = before, after = after }, { "before", "after" })
+  local iv = evalkit.intervals({ before = before, after = after }, { "before", "after" })
+  local s = evalkit.compare({ before = before, after = after }, { "before", "after" }, { intervals = iv })
+  check.eq(select("#", evalkit.compare({ before = before }, { "before" })), 1, "one result: print(compare(...)) prints the table alone")
   local lo, hi = evalkit.wilson(0, 32)
   check.truthy(string.find(s, string.format("p_format%%s+0.000 %%[%.3f, %.3f%%]", lo, hi)), "before's Wilson interval:\n" .. s)
   check.truthy(string.find(s, "reward_mean%s+%-0.300 %[%-0.300, %-0.300%]%s+0.500 %[0.500, 0.500%]%s+%+0.800 %[%+0.800, %+0.800%] ▲%s+64"), "reward row:\n" .. s)
