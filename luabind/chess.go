@@ -443,7 +443,8 @@ func readEval(t *lua.LTable) (rollout.Config, rookworld.RewardConfig, *stockfish
 // rook.eval(model, prompts, {engine=, max_new_tokens=144, temperature=1, greedy=true, seed=0,
 // ...reward options}) → the DESIGN evaluation metrics (p_format, p_legal_best, p_best_acc,
 // p_top5_legal, p_top5_overlap, a_format, a_fen_exact, a_flags_acc, a_reward_acc), counts,
-// and reward_mean.
+// reward_mean, and answers: one table per prompt, in prompt order, {task="policy"|"env", reward=,
+// and its task's metrics for that answer alone} — what paired intervals resample.
 func luaEval(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
@@ -469,14 +470,33 @@ func luaEval(L *lua.LState) int {
 		out[k] = v
 	}
 	sum := 0.0
-	for _, r := range res {
+	answers := make([]any, len(prompts))
+	for i, r := range res {
 		sum += r.Total
+		answers[b.Completions[i].Prompt] = answerMetrics(r)
 	}
 	if len(res) > 0 {
 		out["reward_mean"] = sum / float64(len(res))
 	}
+	out["answers"] = answers
 	L.Push(fromGo(L, out))
 	return 1
+}
+
+// answerMetrics is one answer's reward and its task's metrics, by the same definitions as the
+// aggregate (ComputeMetrics over that answer alone).
+func answerMetrics(r rookworld.Result) map[string]any {
+	a := map[string]any{"task": string(r.Task), "reward": r.Total}
+	prefix := "p_"
+	if r.Task == rookworld.TaskEnv {
+		prefix = "a_"
+	}
+	for k, v := range rookworld.ComputeMetrics([]rookworld.Result{r}).Map() {
+		if strings.HasPrefix(k, prefix) && !strings.HasSuffix(k, "_count") {
+			a[k] = v
+		}
+	}
+	return a
 }
 
 // rook.chess.step(fen, uci) → the rules' answer to an A: prompt: {fen=, reward=, terminated=,

@@ -1,7 +1,9 @@
 -- grpo_stable: the main job. GRPO on RookWorld tasks (P: best-move policy, A: rules engine)
 -- with the settings that kept earlier systems stable: β warm-up, a conservative clip and
--- learning rate, a -0.3 malformed floor, gradient clipping, and a recovery policy.
--- Evaluates before and after, and prints the DESIGN metrics side by side.
+-- learning rate (its default sized for the small default model), a -0.3 malformed floor,
+-- gradient clipping, and a recovery policy.
+-- Evaluates before and after on a fixed set, and prints the DESIGN metrics side by side with
+-- 95% intervals and, for the change, a paired one (scripts/evalkit.lua).
 --
 --   rookscript recipes/grpo_stable.lua                          # the embedded default model
 --   rookscript recipes/grpo_stable.lua model=path/to/RookWorld-LM-124M steps=200 lr=1e-6
@@ -22,18 +24,20 @@ local cfg = rook.config({
   device = "cpu", threads = 0,
   seed = 1,
   steps = 30, prompts = 8, group = 8,
-  max_new_tokens = 72, temperature = 1.0, top_k = 0, top_p = 1.0,
+  -- T=0.7: the small default model's T=1 samples are mostly malformed and rarely name a legal
+  -- best move, so its groups carried little signal about legality; at 0.7 they do.
+  max_new_tokens = 72, temperature = 0.7, top_k = 0, top_p = 1.0,
   positions = "generator",      -- "generator" (seeded games) or a FEN/EPD/PGN/training-text file
   min_plies = 2, max_plies = 20, -- generator: positions from these plies of its games
   env_fraction = 0.5,           -- share of A: (rules) prompts; the rest are P: (policy)
-  lr = 1e-4, lr_warmup = 3, lr_schedule = "constant", -- the optimizer's, counted in updates
+  lr = 3e-4, lr_warmup = 3, lr_schedule = "constant", -- the optimizer's, in updates; sized for the 7.3M default (124M wants ~1e-6)
   beta = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
   epsilon = 0.2, epsilon_high = 0.2, scale_rewards = "group", loss_type = "grpo", trl_compat = false,
   max_grad_norm = 1.0, num_iterations = 1, minibatches = 1, drop_zero_std = false,
   micro_batch = 0, mem_budget = "", -- completions per forward; 0: from mem_budget ("" = half the RAM, "0.25", "8GB")
   malformed = -0.3,             -- reward floor for unparsable output (-1.0 drove NaNs)
   stockfish = "", stockfish_depth = 8, stockfish_workers = 2, -- stockfish: engine binary ("": on PATH, then /usr/games)
-  eval_size = 64, eval_every = 0, save_every = 10, keep = 3,
+  eval_size = 256, eval_every = 0, save_every = 10, keep = 3, -- eval_size: fixed prompts, half P: half A:
   recovery = { lr_factor = 0.5, rollback_after = 2, stop_after = 5, kl_stop = 2.0 },
 }, {
   -- The recipe's own keys; the engine's settings are checked by rook.check below.
@@ -71,7 +75,10 @@ local function source(seed)
   return rook.positions{ generator = { seed = seed, min_plies = cfg.min_plies, max_plies = cfg.max_plies }, task = "mix" }
 end
 local data = source(cfg.seed + 100)
+-- A fixed evaluation set, half P: half A:, from other games than training's; training skips
+-- its positions too (early positions of different games can coincide).
 local evalset = evalkit.set(source(cfg.seed + 200), cfg.eval_size)
+local held_out = cur.exclude(evalset)
 local resume = cfg.resume ~= "" and cfg.resume or nil
 local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps,
@@ -92,7 +99,7 @@ local before = state.before or evaluate(run.step)
 -- the checkpoint run again (with the recovery policy's lower learning rate).
 while run.step < cfg.steps do
   local step = run.step + 1
-  local prompts = cur.next(data, cfg.prompts, cfg.env_fraction)
+  local prompts = cur.next(data, cfg.prompts, cfg.env_fraction, { exclude = held_out })
   sampling.seed = cfg.seed * 1000003 + step
   local batch = policy:rollout(prompts, sampling)
   rook.reward.chess(batch, scoring)
@@ -115,6 +122,11 @@ while run.step < cfg.steps do
 end
 
 local after = evaluate(run.step)
+local columns, order = { before = before, after = after }, { "before", "after" }
+local intervals = evalkit.intervals(columns, order)
+local verdict = evalkit.verdict(intervals)
 print()
-print(evalkit.compare({ before = before, after = after }, { "before", "after" }))
-return { before = before, after = after }
+print("evaluation on " .. #evalset .. " fixed prompts, greedy; [95% interval]; Δ: paired bootstrap, ▲▼ beyond noise")
+print(evalkit.compare(columns, order, { intervals = intervals }))
+print(string.format("changed beyond noise: up {%s}, down {%s}", table.concat(verdict.up, ", "), table.concat(verdict.down, ", ")))
+return { before = before, after = after, verdict = verdict }

@@ -6,6 +6,7 @@
 ---   local prompts = cur.next(data, 8, mix(step))              -- env fraction for this step
 ---   local phases = cur.schedule{ { until_step = 100, phases = { "opening" } }, { phases = cur.ALL } }
 ---   local prompts = cur.next(data, 8, 0.5, phases(step))      -- only those phases
+---   local prompts = cur.next(data, 8, 0.5, { exclude = cur.exclude(evalset) })  -- never an eval position
 local M = {}
 
 M.ALL = { "opening", "middlegame", "endgame" }
@@ -58,11 +59,32 @@ function M.phase(fen)
   return "middlegame"
 end
 
---- next(data, n, env_fraction [, phases [, max_draws]]) → n prompts from a rook.positions
---- source: round(n·env_fraction) environment (A:) prompts and the rest policy (P:) prompts,
---- only from positions in `phases` when given (drawing at most max_draws positions, default
---- 50·n, before giving up with an error that says which phases were asked for).
+--- position(fen) → the FEN without its move counters: the key under which two prompts are
+--- the same position.
+function M.position(fen)
+  return string.match(fen, "^(%S+%s+%S+%s+%S+%s+%S+)") or fen
+end
+
+--- exclude(items) → a set of the items' positions, for next's `exclude` (e.g. the evaluation
+--- set, so that training never sees an evaluation position).
+function M.exclude(items)
+  local set = {}
+  for _, it in ipairs(items) do set[M.position(it.fen)] = true end
+  return set
+end
+
+--- next(data, n, env_fraction [, phases | opts [, max_draws]]) → n prompts from a
+--- rook.positions source: round(n·env_fraction) environment (A:) prompts and the rest policy
+--- (P:) prompts, only from positions in `phases` when given and never from a position in
+--- `exclude` (drawing at most max_draws positions, default 50·n, before giving up with an error
+--- that says what was asked for). opts = { phases = {...}, exclude = cur.exclude(...),
+--- max_draws = n } or, as before, the list of phases itself.
 function M.next(data, n, env_fraction, phases, max_draws)
+  local exclude
+  if phases and phases[1] == nil then
+    local o = phases
+    phases, exclude, max_draws = o.phases, o.exclude, o.max_draws or max_draws
+  end
   local want_env = math.floor(n * (env_fraction or 0) + 0.5)
   local allowed
   if phases then
@@ -75,10 +97,11 @@ function M.next(data, n, env_fraction, phases, max_draws)
     local item = data:next(1, { task = task })[1]
     if item == nil then break end
     draws = draws + 1
-    if allowed == nil or allowed[M.phase(item.fen)] then
+    if (allowed == nil or allowed[M.phase(item.fen)]) and not (exclude and exclude[M.position(item.fen)]) then
       out[#out + 1] = item
     elseif draws >= limit then
-      error(string.format("curriculum.next: no position in phases {%s} after %d draws", table.concat(phases, ", "), draws), 2)
+      local what = phases and string.format("in phases {%s}", table.concat(phases, ", ")) or "outside the excluded set"
+      error(string.format("curriculum.next: no position %s after %d draws", what, draws), 2)
     end
   end
   return out

@@ -42,6 +42,9 @@ func TestGRPOStableRecipe(t *testing.T) {
 	if !strings.Contains(out, "p_format") || !strings.Contains(out, "reward_mean") {
 		t.Fatalf("no before/after table:\n%s", out)
 	}
+	if !strings.Contains(out, "evaluation on 6 fixed prompts") || !strings.Contains(out, "changed beyond noise: up {") {
+		t.Errorf("the table lacks its intervals and verdict:\n%s", out)
+	}
 	for _, f := range []string{"recipe.lua", "config.json", "metrics.jsonl", "checkpoints/LATEST", "checkpoints/step-00000005/state.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)

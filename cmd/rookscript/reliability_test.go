@@ -344,7 +344,7 @@ func TestFaultResumeConfig(t *testing.T) {
 
 	code, out, errOut = rookscript(t, tmp, nil, grpoRecipe, "resume="+runDir, "steps=4", "lr=0.5")
 	wantExit(t, "resume with lr=0.5", code, 0, out, errOut)
-	wantContains(t, "stdout", out, "  lr: 0.0001 → 0.5\n", "resume: optimizer lr 0.0001 → 0.5")
+	wantContains(t, "stdout", out, "  lr: 0.0003 → 0.5\n", "resume: optimizer lr 0.0003 → 0.5")
 	st := checkpointState(t, runDir, 4)
 	if opt := st["optimizer"].(map[string]any); opt["lr"] != 0.5 || st["config"].(map[string]any)["lr"] != 0.5 {
 		t.Fatalf("lr=0.5 on resume: optimizer %v, config lr %v", opt, st["config"].(map[string]any)["lr"])

@@ -99,6 +99,26 @@ function T.test_eval_options_are_checked()
   check.near(m.reward_mean, -0.25, 1e-12, "a random model's answer is malformed")
 end
 
+function T.test_eval_answers_per_prompt()
+  local sf, err = rook.stockfish{ depth = 6, workers = 2 }
+  check.truthy(sf, err)
+  local data = rook.positions{ path = EPD, task = "mix", seed = 1 }
+  local prompts = {}
+  for _, task in ipairs({ "policy", "env", "policy" }) do prompts[#prompts + 1] = data:next(1, { task = task })[1] end
+  local m = rook.eval(rook.load("random:tiny"), prompts, { engine = sf, max_new_tokens = 8 })
+  check.eq(#m.answers, 3, "one answer per prompt")
+  local sum = 0
+  for i, a in ipairs(m.answers) do
+    check.eq(a.task, prompts[i].task == "P" and "policy" or "env", "answers in prompt order")
+    sum = sum + a.reward
+  end
+  check.near(sum / 3, m.reward_mean, 1e-12, "answers average to reward_mean")
+  check.eq(m.answers[1].p_format, 0)
+  check.eq(m.answers[1].a_format, nil, "an answer carries only its task's metrics")
+  check.eq(m.answers[2].a_fen_exact, 0)
+  check.eq(m.answers[2].p_format, nil)
+end
+
 function T.test_engine_option_must_be_a_stockfish()
   check.errors(function() rook.positions{ generator = { engine = 3 } } end,
     "generator.engine must be a rook.stockfish, got a number")

@@ -37,4 +37,21 @@ function T.test_next_mix_and_phases()
   check.errors(function() cur.next(data, 1, 0, { "nosuchphase" }, 20) end, "no position in phases {nosuchphase}")
 end
 
+function T.test_next_excludes_positions()
+  local function source() return rook.positions{ path = "../engine/chess/testdata/positions.epd", task = "policy" } end
+  local first = source():next(3)
+  local ex = cur.exclude({ first[1], first[3] })
+  check.eq(cur.position("8/8/8/8/8/8/8/K1k5 w - - 12 80"), "8/8/8/8/8/8/8/K1k5 w - -", "move counters do not count")
+  local items = cur.next(source(), 3, 0, { exclude = ex })
+  check.eq(items[1].fen, first[2].fen, "the first excluded position is skipped")
+  for _, it in ipairs(items) do
+    check.truthy(not ex[cur.position(it.fen)], "no excluded position: " .. it.fen)
+  end
+  local ends = cur.next(source(), 1, 0, { phases = { "endgame" }, exclude = ex })
+  check.eq(cur.phase(ends[1].fen), "endgame", "phases and exclude together")
+  local all = cur.exclude(source():next(200))
+  check.errors(function() cur.next(source(), 1, 0, { exclude = all, max_draws = 30 }) end,
+    "no position outside the excluded set after 30 draws")
+end
+
 return T
