@@ -1,7 +1,7 @@
 -- grpo_stable: the main job. GRPO on RookWorld tasks (P: best-move policy, A: rules engine)
--- with the settings that kept earlier systems stable: β warm-up, a conservative clip and
--- learning rate (its default sized for the small default model), a -0.3 malformed floor,
--- gradient clipping, and a recovery policy.
+-- with the settings that kept earlier systems stable: β warm-up, a bound on each token's KL, a
+-- conservative clip and learning rate (its default sized for the small default model), a -0.3
+-- malformed floor, gradient clipping, and a recovery policy.
 -- Evaluates before and after on a fixed set, and prints the DESIGN metrics side by side with
 -- 95% intervals and, for the change, a paired one (scripts/evalkit.lua).
 --
@@ -31,7 +31,8 @@ local cfg = rook.config({
   min_plies = 2, max_plies = 20, -- generator: positions from these plies of its games
   env_fraction = 0.5,           -- share of A: (rules) prompts; the rest are P: (policy)
   lr = 3e-4, lr_warmup = 3, lr_schedule = "constant", -- the optimizer's, in updates; sized for the 7.3M default (124M wants ~1e-6)
-  beta = 0.02, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
+  beta = 0.05, kl_warmup = 10, kl_schedule = "linear", kl_estimator = "k3",
+  kl_clamp = 10,                -- bound each token's KL (k3 is unbounded: one rare token can be the whole batch's KL)
   epsilon = 0.2, epsilon_high = 0.2, scale_rewards = "group", loss_type = "grpo", trl_compat = false,
   max_grad_norm = 1.0, num_iterations = 1, minibatches = 1, drop_zero_std = false,
   micro_batch = 0, mem_budget = "", -- completions per forward; 0: from mem_budget ("" = half the RAM, "0.25", "8GB")

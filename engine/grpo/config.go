@@ -60,14 +60,19 @@ type Config struct {
 	DropZeroStd  bool    `json:"drop_zero_std"`
 
 	// Policy loss.
-	Epsilon                 float64            `json:"epsilon" alias:"clip_low,clip"`
-	EpsilonHigh             float64            `json:"epsilon_high" alias:"clip_high"` // 0: the same as epsilon (TRL's None)
-	ImportanceSamplingLevel Level              `json:"importance_sampling_level" alias:"ratio_level"`
-	LossType                LossType           `json:"loss_type" alias:"aggregation"`
-	Beta                    float64            `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
-	KLEstimator             KLEstimator        `json:"kl_estimator"`
-	EntropyCoef             float64            `json:"entropy_coef"` // adds −entropy_coef·H to the loss
-	EntropyAggregation      EntropyAggregation `json:"entropy_aggregation"`
+	Epsilon                 float64     `json:"epsilon" alias:"clip_low,clip"`
+	EpsilonHigh             float64     `json:"epsilon_high" alias:"clip_high"` // 0: the same as epsilon (TRL's None)
+	ImportanceSamplingLevel Level       `json:"importance_sampling_level" alias:"ratio_level"`
+	LossType                LossType    `json:"loss_type" alias:"aggregation"`
+	Beta                    float64     `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
+	KLEstimator             KLEstimator `json:"kl_estimator"`
+	// KLClamp bounds each token's KL estimate to [−kl_clamp, kl_clamp], with no gradient
+	// where it binds; 0 leaves it unbounded (TRL). k3 is unbounded above: one sampled token
+	// the reference finds e^9 times likelier than the policy does weighs as much as the
+	// rest of a batch, in the KL reported and in the gradient (verl's low_var_kl clamps at 10).
+	KLClamp            float64            `json:"kl_clamp"`
+	EntropyCoef        float64            `json:"entropy_coef"` // adds −entropy_coef·H to the loss
+	EntropyAggregation EntropyAggregation `json:"entropy_aggregation"`
 	// MaskTruncated leaves completions cut by max_new_tokens out of the loss.
 	MaskTruncated bool `json:"mask_truncated_completions" alias:"mask_truncated"`
 	// MaskedInDenominator keeps completions left out by drop_zero_std or
@@ -123,7 +128,7 @@ func (c Config) Validate() error {
 		name string
 		v    float64
 	}{{"std_eps", c.StdEps}, {"epsilon", c.Epsilon}, {"epsilon_high", c.EpsilonHigh}, {"beta", c.Beta},
-		{"entropy_coef", c.EntropyCoef}, {"max_grad_norm", c.MaxGradNorm}} {
+		{"kl_clamp", c.KLClamp}, {"entropy_coef", c.EntropyCoef}, {"max_grad_norm", c.MaxGradNorm}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("grpo: %s must be a finite number ≥ 0, got %g", f.name, f.v)
 		}
@@ -162,6 +167,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("grpo: trl_compat = true fixes entropy_aggregation = %q, got %q", t.EntropyAggregation, c.EntropyAggregation)
 		case !c.MaskedInDenominator:
 			return fmt.Errorf("grpo: trl_compat = true fixes masked_in_denominator = true (TRL's completion mask keeps masked completions in the denominator)")
+		case c.KLClamp != 0:
+			return fmt.Errorf("grpo: trl_compat = true fixes kl_clamp = 0 (TRL does not bound the KL estimate), got %g", c.KLClamp)
 		}
 	}
 	return nil

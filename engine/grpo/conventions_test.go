@@ -37,6 +37,8 @@ func TestConfigValidate(t *testing.T) {
 		{"trl_compat with ddof 0", func(c *Config) { *c = TRLConfig(); c.StdDDOF = 0 }, "trl_compat = true fixes std_ddof = 1"},
 		{"trl_compat with entropy as loss", func(c *Config) { *c = TRLConfig(); c.EntropyAggregation = EntropyAsLoss }, "fixes entropy_aggregation"},
 		{"trl_compat without masked_in_denominator", func(c *Config) { *c = TRLConfig(); c.MaskedInDenominator = false }, "fixes masked_in_denominator"},
+		{"trl_compat with kl_clamp", func(c *Config) { *c = TRLConfig(); c.KLClamp = 10 }, "trl_compat = true fixes kl_clamp = 0"},
+		{"kl_clamp < 0", func(c *Config) { c.KLClamp = -1 }, "kl_clamp must be a finite number ≥ 0, got -1"},
 	} {
 		cfg := DefaultConfig()
 		c.edit(&cfg)
@@ -254,5 +256,55 @@ func TestGroupOfOneRefused(t *testing.T) {
 	tr, b := setupSampled(t, 17, rollout.Config{Group: 1, MaxNewTokens: 6, Temperature: 1})
 	if _, err := tr.Step(context.Background(), b, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "groups of 1") {
 		t.Fatalf("group 1: error %v", err)
+	}
+}
+
+// TestKLClamp: kl_clamp bounds each token's KL estimate to [−c, c] and takes its gradient
+// away where it binds; inside the bound every estimator is unchanged, with the derivative of
+// its value (central differences).
+func TestKLClamp(t *testing.T) {
+	const c = 10
+	for _, est := range []KLEstimator{KLK1, KLK2, KLK3} {
+		for _, d := range []float64{-14, -3, -0.5, 0, 0.7, 2, 2.5, 9.3, 12} { // d = logp_ref − logp_θ
+			var free, clamped tokenLoss
+			klTerm(est, 0, 0, d, &free)
+			klTerm(est, c, 0, d, &clamped)
+			if math.Abs(free.kl) <= c {
+				const h = 1e-6
+				var lo, hi tokenLoss
+				klTerm(est, c, -h, d, &lo)
+				klTerm(est, c, h, d, &hi)
+				num := (hi.kl - lo.kl) / (2 * h)
+				if clamped.kl != free.kl || clamped.klClamped || math.Abs(num-clamped.dklDLogp) > 1e-5*max(1, math.Abs(num)) {
+					t.Errorf("%s d=%g inside the bound: kl %g (unclamped %g), ∂ %g (differences %g)", est, d, clamped.kl, free.kl, clamped.dklDLogp, num)
+				}
+				continue
+			}
+			if want := math.Copysign(c, free.kl); clamped.kl != want || clamped.dklDLogp != 0 || !clamped.klClamped {
+				t.Errorf("%s d=%g beyond the bound: kl %g ∂ %g, want %g and 0", est, d, clamped.kl, clamped.dklDLogp, want)
+			}
+		}
+	}
+	// One token the reference finds e^9.3 times likelier than the policy: unclamped, its k3
+	// (≈ 1.1e4) is the batch's KL; clamped, the KL reported is bounded and the ratio of
+	// clamped tokens says why.
+	tr, b := setup(t, 3)
+	cfg := DefaultConfig()
+	cfg.Beta, cfg.KLClamp = 0.1, c
+	adv, _ := Advantages(b.Rewards, b.Group, cfg)
+	var kept []*completion
+	for i := range b.Completions {
+		kept = append(kept, &completion{c: &b.Completions[i], prompt: b.Prompts[b.Completions[i].Prompt], adv: adv[i], keep: true})
+	}
+	if err := tr.referenceLogprobs(context.Background(), kept, b.Temperature, cfg); err != nil {
+		t.Fatal(err)
+	}
+	kept[0].refLogp[0] += 9.3
+	st := newStats()
+	if err := tr.microBatch(kept, minibatchWeights(kept, cfg, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
+		t.Fatal(err)
+	}
+	if st.klMax != c || st.klClamped != 1 {
+		t.Fatalf("kl/max %g with %d tokens clamped, want %d and 1", st.klMax, st.klClamped, c)
 	}
 }

@@ -9,6 +9,7 @@ type tokenLoss struct {
 	dklDLogp    float64 // ∂KL/∂logp_θ
 	clippedLow  bool    // ρ < 1−ε_low with A < 0: the clip holds the update back
 	clippedHigh bool    // ρ > 1+ε_high with A > 0
+	klClamped   bool    // the KL estimate was bounded by kl_clamp
 }
 
 // policyLoss is the clipped surrogate −min(ρA, clip(ρ, 1−εl, 1+εh)A) and its derivative in ρ:
@@ -26,8 +27,9 @@ func policyLoss(ratio, adv, clipLow, clipHigh float64, t *tokenLoss) {
 }
 
 // klTerm is the KL(π_θ‖π_ref) estimate of one token and its derivative in logp_θ, for
-// x = logp_θ and r = logp_ref.
-func klTerm(estimator KLEstimator, x, r float64, t *tokenLoss) {
+// x = logp_θ and r = logp_ref, bounded to [−clamp, clamp] when clamp > 0 (a constant there:
+// no gradient).
+func klTerm(estimator KLEstimator, clamp, x, r float64, t *tokenLoss) {
 	d := r - x
 	switch estimator {
 	case KLK1:
@@ -37,6 +39,10 @@ func klTerm(estimator KLEstimator, x, r float64, t *tokenLoss) {
 	default: // k3
 		e := math.Exp(d)
 		t.kl, t.dklDLogp = e-d-1, 1-e
+	}
+	t.klClamped = clamp > 0 && (t.kl > clamp || t.kl < -clamp)
+	if t.klClamped {
+		t.kl, t.dklDLogp = min(max(t.kl, -clamp), clamp), 0
 	}
 }
 
@@ -78,9 +84,9 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 			ratio = seqRatio
 		}
 		policyLoss(ratio, adv, cfg.Epsilon, epsHigh, &tl)
-		tl.kl, tl.dklDLogp = 0, 0
+		tl.kl, tl.dklDLogp, tl.klClamped = 0, 0, false
 		if cfg.Beta > 0 {
-			klTerm(cfg.KLEstimator, x, float64(s.ref[t]), &tl)
+			klTerm(cfg.KLEstimator, cfg.KLClamp, x, float64(s.ref[t]), &tl)
 		}
 		h := float64(s.entropy[t])
 		st.loss += w.pg*(tl.pg+cfg.Beta*tl.kl) - cfg.EntropyCoef*w.ent*h

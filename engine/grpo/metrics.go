@@ -79,6 +79,9 @@ func (u *updates) report(m Metrics, cfg Config) {
 	m["entropy"] = st.entSum / n
 	if cfg.Beta > 0 {
 		m["kl"], m["kl/max"] = st.klSum/n, st.klMax
+		if cfg.KLClamp > 0 {
+			m["kl/clamped_ratio"] = float64(st.klClamped) / n
+		}
 	}
 	// DESIGN §6.1 as a runtime check: before the first update the ratio is 1 (|log ρ| ~ 1e-6)
 	// and, with the reference equal to the initial policy, the KL is 0. Measured on the first

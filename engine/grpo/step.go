@@ -49,14 +49,14 @@ type completion struct {
 
 // stats accumulates token-level quantities over a step.
 type stats struct {
-	n                         int
-	ratioSum, ratioSq         float64
-	ratioMin, ratioMax        float64
-	klSum, klMax              float64
-	entSum                    float64
-	clipLow, clipHigh         int
-	maxAbsLogRatio            float64
-	loss, pgLoss, klLoss, ent float64 // aggregated (weighted) values of the current minibatch
+	n                            int
+	ratioSum, ratioSq            float64
+	ratioMin, ratioMax           float64
+	klSum, klMax                 float64
+	entSum                       float64
+	clipLow, clipHigh, klClamped int
+	maxAbsLogRatio               float64
+	loss, pgLoss, klLoss, ent    float64 // aggregated (weighted) values of the current minibatch
 }
 
 func newStats() stats { return stats{ratioMin: math.Inf(1), ratioMax: math.Inf(-1)} }
@@ -395,6 +395,9 @@ func (s *stats) add(ratio, logRatio float64, t tokenLoss, h float64, kl bool) {
 	if kl {
 		s.klSum += t.kl
 		s.klMax = max(s.klMax, t.kl)
+		if t.klClamped {
+			s.klClamped++
+		}
 	}
 	if t.clippedLow {
 		s.clipLow++
