@@ -70,6 +70,7 @@ local plan = rook.memory.plan(policy, { budget = cfg.mem_budget, seq_len = 128 +
   scored = cfg.max_new_tokens, sequences = math.ceil(seqs / cfg.minibatches), group = sampling.group, prompt = 128, reference = true,
   kv_slots = slots, kv_cap = 128 + math.max(cfg.max_new_tokens, 144), prefill = 128 * slots, sample_rows = slots })
 if cfg.micro_batch == 0 then update.micro_batch = plan.micro_batch end
+rook.memory.limit(plan.bytes) -- the garbage collector keeps the heap near the plan (a soft limit)
 rook.log("memory: %s%s", plan.text, cfg.micro_batch > 0 and ("; micro_batch=" .. cfg.micro_batch .. " as configured") or "")
 local function source(seed)
   if cfg.positions ~= "generator" then return assert(rook.positions{ path = cfg.positions, seed = seed, task = "mix" }) end

@@ -39,6 +39,7 @@ function M.train(o)
   if not micro_tokens then
     local plan = M.plan(o)
     if o.say then o.say("memory: %s", plan.text) end
+    rook.memory.limit(plan.bytes) -- the garbage collector keeps the heap near the plan
     if plan.micro_batch < o.batch then micro_tokens = plan.micro_batch * plan.seq_len end
   end
   local opt = o.opt or rook.adamw(o.model, { lr = o.lr, betas = { 0.9, 0.95 }, weight_decay = o.weight_decay or 0 })

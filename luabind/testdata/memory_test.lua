@@ -60,4 +60,14 @@ function T.test_peak()
   check.truthy(p > 2 ^ 20, "the process holds memory")
 end
 
+-- rook.memory.limit sets the runtime's soft memory limit (with GOMEMLIMIT set it leaves it:
+-- TestMemoryLimitLeavesGOMEMLIMIT).
+function T.test_limit()
+  local got, set = rook.memory.limit("800 MiB")
+  check.eq(set, true)
+  check.eq(got, 800 * 2 ^ 20)
+  check.eq(select(1, rook.memory.limit("1 TiB")), 2 ^ 40)
+  check.errors(function() rook.memory.limit("lots") end, 'memory budget "lots"')
+end
+
 return T
