@@ -1,7 +1,6 @@
 package luabind
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,14 +45,8 @@ func TestConfigSources(t *testing.T) {
 			if c.toml != "" {
 				os.WriteFile(toml, []byte(c.toml), 0o644)
 			}
-			var out strings.Builder
-			e, err := New(Options{Args: c.args, Recipe: recipe, Stdout: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			err = e.RunFile(context.Background(), recipe)
-			got := strings.TrimSpace(out.String())
+			out, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
+			got := strings.TrimSpace(out)
 			if err != nil {
 				got = err.Error()
 			}
@@ -115,14 +108,8 @@ func TestConfigAliasesAndRules(t *testing.T) {
 			if c.toml != "" {
 				os.WriteFile(toml, []byte(c.toml), 0o644)
 			}
-			var out strings.Builder
-			e, err := New(Options{Args: c.args, Recipe: recipe, Stdout: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			err = e.RunFile(context.Background(), recipe)
-			got := strings.TrimSpace(out.String())
+			out, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
+			got := strings.TrimSpace(out)
 			if err != nil {
 				got = err.Error()
 				if strings.Contains(got, "traceback") {
@@ -146,12 +133,7 @@ func TestConfigRuleSyntax(t *testing.T) {
 		{`{ n = ">= x" }`, `"x" is not a number`},
 		{`{ n = 5 }`, `a rule is a string or a function, got a number`},
 	} {
-		e, err := New(Options{Quiet: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = e.DoString(context.Background(), `require("rook").config({ n = 1 }, `+c.rules+`)`, "r.lua")
-		e.Close()
+		_, err := runLua(t, Options{Quiet: true}, "r.lua", `require("rook").config({ n = 1 }, `+c.rules+`)`)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.rules, err, c.want)
 		}

@@ -1,7 +1,6 @@
 package luabind
 
 import (
-	"context"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -13,19 +12,13 @@ func TestMemoryLimitLeavesGOMEMLIMIT(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	t.Setenv("GOMEMLIMIT", "3GiB")
 	debug.SetMemoryLimit(3 << 30) // what the runtime read from it at start-up
-	var out strings.Builder
-	e, err := New(Options{Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	err = e.DoString(context.Background(), `
+	out, err := runLua(t, Options{}, "limit.lua", `
 		local got, set = require("rook").memory.limit("800 MiB")
-		print(got, set)`, "limit.lua")
+		print(got, set)`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(out.String()); got != "3221225472\tfalse" || debug.SetMemoryLimit(-1) != 3<<30 {
+	if got := strings.TrimSpace(out); got != "3221225472\tfalse" || debug.SetMemoryLimit(-1) != 3<<30 {
 		t.Fatalf("rook.memory.limit with GOMEMLIMIT set printed %q; limit now %d", got, debug.SetMemoryLimit(-1))
 	}
 }

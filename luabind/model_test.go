@@ -1,7 +1,6 @@
 package luabind
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,20 +21,14 @@ func TestLoadDefaultModel(t *testing.T) {
 	if err := gpt2.SaveHF(model, mc, gpt2.RandomParams(mc, 3)); err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
-	e, err := New(Options{Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	err = e.DoString(context.Background(), `
+	out, err := runLua(t, Options{}, "default.lua", `
 		local rook = require("rook")
 		local m = assert(rook.load("default", { engine = nil }))
-		print(m.source)`, "default.lua")
+		print(m.source)`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "(cached in "+model+")") || !strings.Contains(out.String(), "\n"+model+"\n") {
-		t.Fatalf("rook.load(\"default\") did not load the cached default model:\n%s", out.String())
+	if !strings.Contains(out, "(cached in "+model+")") || !strings.Contains(out, "\n"+model+"\n") {
+		t.Fatalf("rook.load(\"default\") did not load the cached default model:\n%s", out)
 	}
 }

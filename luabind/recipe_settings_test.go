@@ -1,7 +1,6 @@
 package luabind
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,14 +62,8 @@ func TestFlatConfigNames(t *testing.T) {
 		{[]string{"malformed=-0.1", "malformed_floor=-0.2"}, `malformed already set "malformed" (the same setting)`},
 		{[]string{"stockfish_hash_mb=64"}, `unknown key "stockfish_hash_mb"`},
 	} {
-		var out strings.Builder
-		e, err := New(Options{Args: c.args, Stdout: &out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = e.DoString(context.Background(), src, "recipe.lua")
-		e.Close()
-		got := strings.TrimSpace(out.String())
+		out, err := runLua(t, Options{Args: c.args}, "recipe.lua", src)
+		got := strings.TrimSpace(out)
 		if err != nil {
 			got = err.Error()
 		}

@@ -1,7 +1,6 @@
 package luabind
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -88,14 +87,7 @@ func TestResumeConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var out strings.Builder
-			e, err := New(Options{Args: c.args, Recipe: recipe, Stdout: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer e.Close()
-			err = e.RunFile(context.Background(), recipe)
-			got := out.String()
+			got, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
 			if err != nil {
 				got += err.Error()
 			}
@@ -109,13 +101,7 @@ func TestResumeConfig(t *testing.T) {
 
 	// A recorded key the recipe no longer declares is refused by name, never dropped.
 	renamed := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "kl_coef": 0.3, "beta_warmup": 3.0})
-	var out strings.Builder
-	e, err := New(Options{Args: []string{"resume=" + renamed}, Recipe: recipe, Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	err = e.RunFile(context.Background(), recipe)
+	_, err := runLua(t, Options{Args: []string{"resume=" + renamed}, Recipe: recipe}, "", "")
 	if err == nil || !strings.Contains(err.Error(), `the run recorded key "beta_warmup", which this recipe does not declare`) {
 		t.Fatalf("a recorded key the recipe lost: %v", err)
 	}
