@@ -112,19 +112,22 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 		kl        KLEstimator
 		beta, ent float64
 		entAgg    EntropyAggregation
+		klClamp   float64
 	}
 	var variants []variant
 	for _, loss := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO} {
 		for _, level := range []Level{LevelToken, LevelSequence} {
-			variants = append(variants, variant{loss, level, KLK3, 0, 0, EntropyAsLoss})
+			variants = append(variants, variant{loss, level, KLK3, 0, 0, EntropyAsLoss, 0})
 		}
 	}
 	for _, kl := range []KLEstimator{KLK1, KLK2, KLK3} {
-		variants = append(variants, variant{LossDAPO, LevelToken, kl, 0.5, 0.05, EntropyAsLoss})
+		variants = append(variants, variant{LossDAPO, LevelToken, kl, 0.5, 0.05, EntropyAsLoss, 0})
 	}
-	variants = append(variants, variant{LossGRPO, LevelToken, KLK3, 0.5, 0.05, EntropyTokenMean})
+	variants = append(variants, variant{LossGRPO, LevelToken, KLK3, 0.5, 0.05, EntropyTokenMean, 0})
+	// kl_clamp binding on some tokens: those add a constant, the rest their k3 gradient.
+	variants = append(variants, variant{LossDAPO, LevelToken, KLK3, 0.5, 0, EntropyAsLoss, 0.2})
 	for _, v := range variants {
-		t.Run(fmt.Sprintf("%s/%s/%s/beta=%g/ent=%g/%s", v.loss, v.level, v.kl, v.beta, v.ent, v.entAgg), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/beta=%g/ent=%g/%s/kl_clamp=%g", v.loss, v.level, v.kl, v.beta, v.ent, v.entAgg, v.klClamp), func(t *testing.T) {
 			tr, b := setup(t, 3)
 			r := rand.New(rand.NewPCG(4, 4))
 			for i := range b.Completions {
@@ -134,7 +137,7 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 			}
 			cfg := DefaultConfig()
 			cfg.LossType, cfg.ImportanceSamplingLevel, cfg.KLEstimator, cfg.Beta, cfg.EntropyCoef = v.loss, v.level, v.kl, v.beta, v.ent
-			cfg.EntropyAggregation = v.entAgg
+			cfg.EntropyAggregation, cfg.KLClamp = v.entAgg, v.klClamp
 			cfg.Epsilon, cfg.EpsilonHigh = 0.2, 0.3
 			if v.level == LevelSequence {
 				cfg.Epsilon, cfg.EpsilonHigh = 0.1, 0.1
@@ -162,6 +165,12 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 			}
 			if st.clipLow+st.clipHigh == 0 && v.level == LevelToken {
 				t.Fatal("no token is clipped: the test would not cover the clip")
+			}
+			if v.klClamp > 0 && (st.klClamped == 0 || st.klClamped == st.n) {
+				t.Fatalf("kl_clamp binds on %d of %d tokens: the test would not cover both sides", st.klClamped, st.n)
+			}
+			if v.klClamp > 0 {
+				t.Logf("kl_clamp binds on %d of %d tokens", st.klClamped, st.n)
 			}
 			grads, params := tr.Policy.GradsHost(), tr.Policy.ParamsHost()
 			scale := 0.0
