@@ -134,7 +134,7 @@ func TestHungEngineWithChildHoldingThePipe(t *testing.T) {
 // be killed with the engine, but it no longer blocks the pool either.
 func TestHungEngineWithEscapedChild(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
-		t.Skip("no setsid")
+		t.Skip("setsid (util-linux) is not on PATH: the fake engine cannot start a child in a session of its own")
 	}
 	path, pidfile := fakeEngine(t, "", `setsid sh -c 'echo $$ > "$0"; exec sleep 120' "$PIDFILE" & sleep 120`)
 	p, err := NewPool(context.Background(), faultConfig(path, 0))

@@ -97,7 +97,7 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 // prefix or none, one position or many — and the AVX2 path's within float rounding.
 func TestDecodeAttention16(t *testing.T) {
 	if !hasDecode16() {
-		t.Skip("processor has no AVX-512")
+		t.Skip("processor has no AVX-512: decode attention has no sixteen-lane path here to compare")
 	}
 	defer setDecode16(true)
 	r := rand.New(rand.NewPCG(25, 26))
