@@ -37,16 +37,40 @@ __attribute__((target("avx512f,avx512dq"))) static inline float reduce16(__m512 
 	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
 }
 
-// One tile: MR rows of a (at a, stride lda) by NR rows of w (at w, stride ldw) into out
-// (stride ldo). MR and NR are constants at every call site, so the loops unroll.
+// Lane sums of four accumulators at once, by the same tree as reduce16 for each: the halves
+// of two accumulators are added in one instruction, then the quarters of four, so that a tile
+// of 4 columns spends 14 instructions on its sums instead of 32.
+__attribute__((target("avx512f,avx512dq"))) static inline __m128 reduce16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+	// [a0..7 + a8..15 | b0..7 + b8..15], the same for c and d.
+	__m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+	                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+	__m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+	                          _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+	// Each 128-bit lane: q[e] = h[e] + h[e+4] of one accumulator, a b c d in that order.
+	__m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+	                         _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+	// (q0 + q2) + (q1 + q3) in element 0 of each 128-bit lane.
+	__m512 x = _mm512_add_ps(q, _mm512_permute_ps(q, _MM_SHUFFLE(1, 0, 3, 2)));
+	__m512 y = _mm512_add_ps(x, _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
+	return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), y));
+}
+
+// One tile: MR rows of a (at a, stride lda) by NR rows of w (at w, stride ldw), over k
+// elements that are one block of the whole product's: the first block starts the
+// accumulators, a later one resumes them from lanes (MR·NR·16 floats), a block that is not
+// the last leaves them there, and the last one writes the sums into out (stride ldo). The
+// lanes see the same fused multiply-adds in the same order however k is blocked. MR and NR
+// are constants at every call site, so the loops unroll.
 #define UNROLL _Pragma("GCC unroll 8")
 
 #define TILE(MR, NR)                                                                                                  \
 	__attribute__((target("avx512f,avx512dq"))) static void tile_##MR##x##NR(                                       \
-	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc) {                \
+	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc, float *lanes,    \
+	    int first, int last) {                                                                                  \
 		__m512 s[MR][NR];                                                                                       \
 		UNROLL for (int i = 0; i < MR; i++)                                                                            \
-			UNROLL for (int j = 0; j < NR; j++) s[i][j] = _mm512_setzero_ps();                                     \
+			UNROLL for (int j = 0; j < NR; j++) s[i][j] =                                                          \
+			    first ? _mm512_setzero_ps() : _mm512_load_ps(lanes + (i * NR + j) * 16);                         \
 		long kk = 0;                                                                                            \
 		for (; kk + 16 <= k; kk += 16) {                                                                        \
 			__m512 wv[NR];                                                                                  \
@@ -65,11 +89,22 @@ __attribute__((target("avx512f,avx512dq"))) static inline float reduce16(__m512 
 				UNROLL for (int j = 0; j < NR; j++) s[i][j] = _mm512_fmadd_ps(av, wv[j], s[i][j]);            \
 			}                                                                                               \
 		}                                                                                                       \
-		UNROLL for (int i = 0; i < MR; i++)                                                                            \
-			UNROLL for (int j = 0; j < NR; j++) {                                                                  \
-				float r = reduce16(s[i][j]);                                                            \
-				out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;                                      \
-			}                                                                                               \
+		if (!last) {                                                                                            \
+			UNROLL for (int i = 0; i < MR; i++)                                                                    \
+				UNROLL for (int j = 0; j < NR; j++) _mm512_store_ps(lanes + (i * NR + j) * 16, s[i][j]);      \
+			return;                                                                                         \
+		}                                                                                                       \
+		UNROLL for (int i = 0; i < MR; i++) {                                                                          \
+			if (NR == 4) {                                                                                  \
+				__m128 r = reduce16x4(s[i][0], s[i][NR > 1 ? 1 : 0], s[i][NR > 2 ? 2 : 0], s[i][NR > 3 ? 3 : 0]); \
+				if (acc) r = _mm_add_ps(_mm_loadu_ps(out + i * ldo), r);                                    \
+				_mm_storeu_ps(out + i * ldo, r);                                                            \
+			} else                                                                                          \
+				UNROLL for (int j = 0; j < NR; j++) {                                                          \
+					float r = reduce16(s[i][j]);                                                    \
+					out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;                              \
+				}                                                                                       \
+		}                                                                                                       \
 	}
 
 TILE(6, 4)
@@ -85,16 +120,29 @@ TILE(3, 1)
 TILE(2, 1)
 TILE(1, 1)
 
-typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, int);
+typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, int, float *, int, int);
 static const tile_fn tiles4[7] = {0, tile_1x4, tile_2x4, tile_3x4, tile_4x4, tile_5x4, tile_6x4};
 static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, tile_5x1, tile_6x1};
 
-// The rows of a are taken in blocks of about 512 KB, each block once against the whole column
-// range: the block stays in L2 while the columns' rows of w stream past it.
-void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
-                long ldo, int acc) {
-	long mb = (512 * 1024 / 4 / (k > 0 ? k : 1)) / 6 * 6;
+// K blocking: above KBLOCK_MIN, k is taken in blocks of KBLOCK, so that the 4 rows of w of a
+// column group (12 KB) stay in L1 while every tile of a meets them. Whole, at k = 3072, they
+// would fill L1 and be fetched again from L2 for each tile. The tiles' accumulators wait in
+// lanes between blocks: at most KBLOCK_TILES tiles of 6 rows, the rows of a block of a.
+#define KBLOCK 768
+#define KBLOCK_MIN 1024
+#define KBLOCK_TILES 16
+
+// The rows of a are taken in blocks of about 1.5 MB (all of a decode step's at k = 3072), each
+// block once against the whole column range: the block stays in L2 while the columns' rows of
+// w stream past it, and each weight row comes from memory once per block.
+__attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const float *a, const float *w, long m,
+                                                              long j0, long j1, long k, long lda, long ldw, long ldo,
+                                                              int acc) {
+	long kc = k > KBLOCK_MIN ? KBLOCK : (k > 0 ? k : 1);
+	long mb = (1536 * 1024 / 4 / (k > 0 ? k : 1)) / 6 * 6;
 	if (mb < 6) mb = 6;
+	if (kc < k && mb > 6 * KBLOCK_TILES) mb = 6 * KBLOCK_TILES;
+	float lanes[KBLOCK_TILES][24 * 16] __attribute__((aligned(64)));
 	for (long i0 = 0; i0 < m; i0 += mb) {
 		long i1 = i0 + mb < m ? i0 + mb : m;
 		long j = j0;
@@ -103,23 +151,29 @@ void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, lon
 		// processor's prefetcher does not run ahead from one row of w to the next: at 8 rows
 		// the step waited on memory for a quarter of its time.
 		long lines = (k + 15) / 16, total = 4 * lines, ntiles = (i1 - i0 + 5) / 6;
-		long share = (total + ntiles - 1) / ntiles;
+		long calls = ntiles * ((k + kc - 1) / kc);
+		long share = (total + calls - 1) / calls;
 		for (; j + 4 <= j1; j += 4) {
 			const float *next = j + 8 <= j1 ? w + (j + 4) * ldw : 0;
 			long q = next ? 0 : total, r = 0, c = 0; // line q of the next group: row r, line c
-			for (long i = i0; i < i1; i += 6) {
-				for (long e = q + share < total ? q + share : total; q < e; q++) {
-					_mm_prefetch((const char *)(next + r * ldw + c * 16), _MM_HINT_T1);
-					if (++c == lines) c = 0, r++;
+			for (long k0 = 0; k0 < k || k0 == 0; k0 += kc) {
+				long kn = k - k0 < kc ? k - k0 : kc;
+				int first = k0 == 0, last = k0 + kn >= k;
+				for (long i = i0, t = 0; i < i1; i += 6, t++) {
+					for (long e = q + share < total ? q + share : total; q < e; q++) {
+						_mm_prefetch((const char *)(next + r * ldw + c * 16), _MM_HINT_T1);
+						if (++c == lines) c = 0, r++;
+					}
+					long mr = i1 - i < 6 ? i1 - i : 6;
+					tiles4[mr](out + i * ldo + j, a + i * lda + k0, w + j * ldw + k0, kn, lda, ldw, ldo, acc,
+					           lanes[t % KBLOCK_TILES], first, last);
 				}
-				long mr = i1 - i < 6 ? i1 - i : 6;
-				tiles4[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc);
 			}
 		}
 		for (; j < j1; j++)
 			for (long i = i0; i < i1; i += 6) {
 				long mr = i1 - i < 6 ? i1 - i : 6;
-				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc);
+				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc, lanes[0], 1, 1);
 			}
 	}
 }

@@ -50,7 +50,9 @@ func BenchmarkGemmSmall(b *testing.B) {
 
 // TestGemmNTMatchesReference: the AVX-512 kernel and its portable C arithmetic agree bit for
 // bit, on shapes with ragged row tiles, column tiles and a masked last vector, for column
-// ranges that start anywhere, overwriting and accumulating.
+// ranges that start anywhere, overwriting and accumulating; k above the blocking threshold
+// (whole blocks, a ragged last block, a last block of one masked vector) and more rows than
+// one row block holds at that k.
 func TestGemmNTMatchesReference(t *testing.T) {
 	if !hasAVX512() {
 		t.Skip("processor has no AVX-512: MatMul runs OpenBLAS")
@@ -58,6 +60,7 @@ func TestGemmNTMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, s := range []struct{ m, k, n, j0, j1 int }{
 		{1, 1, 1, 0, 1}, {13, 37, 11, 0, 11}, {6, 16, 8, 3, 8}, {7, 48, 9, 1, 6}, {64, 768, 70, 5, 70}, {400, 301, 17, 0, 17},
+		{64, 3072, 9, 0, 9}, {11, 1537, 13, 2, 13}, {8, 2311, 6, 1, 6}, {130, 1800, 5, 0, 5},
 	} {
 		a, w := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1)
 		for _, acc := range []bool{false, true} {
