@@ -66,7 +66,8 @@ __attribute__((target("avx512f,avx512dq"))) static inline __m128 reduce16x4(__m5
 
 #define TILE(MR, NR)                                                                                                  \
 	__attribute__((target("avx512f,avx512dq"))) static void tile_##MR##x##NR(                                       \
-	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc, float *lanes,    \
+	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc, const float *bias, \
+	    float *lanes,                                                                                           \
 	    int first, int last) {                                                                                  \
 		__m512 s[MR][NR];                                                                                       \
 		UNROLL for (int i = 0; i < MR; i++)                                                                            \
@@ -100,11 +101,13 @@ __attribute__((target("avx512f,avx512dq"))) static inline __m128 reduce16x4(__m5
 			UNROLL for (; j + 4 <= NR; j += 4) {                                                                   \
 				__m128 r = reduce16x4(s[i][j], s[i][j + 1 < NR ? j + 1 : 0], s[i][j + 2 < NR ? j + 2 : 0],    \
 				                      s[i][j + 3 < NR ? j + 3 : 0]);                                    \
+				if (bias) r = _mm_add_ps(_mm_loadu_ps(bias + j), r);                                        \
 				if (acc) r = _mm_add_ps(_mm_loadu_ps(out + i * ldo + j), r);                                \
 				_mm_storeu_ps(out + i * ldo + j, r);                                                        \
 			}                                                                                               \
 			UNROLL for (; j < NR; j++) {                                                                           \
 				float r = reduce16(s[i][j]);                                                            \
+				if (bias) r = bias[j] + r;                                                              \
 				out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;                                      \
 			}                                                                                               \
 		}                                                                                                       \
@@ -127,7 +130,8 @@ TILE(3, 1)
 TILE(2, 1)
 TILE(1, 1)
 
-typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, int, float *, int, int);
+typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, int, const float *, float *, int,
+                        int);
 static const tile_fn tiles6[5] = {0, tile_1x6, tile_2x6, tile_3x6, tile_4x6};
 static const tile_fn tiles4[7] = {0, tile_1x4, tile_2x4, tile_3x4, tile_4x4, tile_5x4, tile_6x4};
 static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, tile_5x1, tile_6x1};
@@ -150,7 +154,7 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
                                                                  const float *a, const float *w, long i0, long i1,
                                                                  long j, long j1, long k, long kc, long lda,
                                                                  long ldw, long ldo, int acc,
-                                                                 float (*lanes)[24 * 16]) {
+                                                                 const float *bias, float (*lanes)[24 * 16]) {
 	long lines = (k + 15) / 16, total = nr * lines, ntiles = (i1 - i0 + mr - 1) / mr;
 	long calls = ntiles * ((k + kc - 1) / kc);
 	long share = (total + calls - 1) / calls;
@@ -167,7 +171,7 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 				}
 				long m = i1 - i < mr ? i1 - i : mr;
 				tiles[m](out + i * ldo + j, a + i * lda + k0, w + j * ldw + k0, kn, lda, ldw, ldo, acc,
-				         lanes[t % KBLOCK_TILES], first, last);
+				         bias ? bias + j : 0, lanes[t % KBLOCK_TILES], first, last);
 			}
 		}
 	}
@@ -183,7 +187,7 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 // left in 4s, then one by one.
 __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const float *a, const float *w, long m,
                                                               long j0, long j1, long k, long lda, long ldw, long ldo,
-                                                              int acc) {
+                                                              int acc, const float *bias) {
 	long kc = k > KBLOCK_MIN ? KBLOCK : (k > 0 ? k : 1);
 	long mb = (1536 * 1024 / 4 / (k > 0 ? k : 1)) / 12 * 12;
 	if (mb < 12) mb = 12;
@@ -192,18 +196,19 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 	for (long i0 = 0; i0 < m; i0 += mb) {
 		long i1 = i0 + mb < m ? i0 + mb : m;
 		long j = j0;
-		if (kc >= k) j = groups(tiles6, 4, 6, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, acc, lanes);
-		j = groups(tiles4, 6, 4, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, acc, lanes);
+		if (kc >= k) j = groups(tiles6, 4, 6, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, acc, bias, lanes);
+		j = groups(tiles4, 6, 4, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, acc, bias, lanes);
 		for (; j < j1; j++)
 			for (long i = i0; i < i1; i += 6) {
 				long mr = i1 - i < 6 ? i1 - i : 6;
-				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc, lanes[0], 1, 1);
+				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc, bias ? bias + j : 0,
+				           lanes[0], 1, 1);
 			}
 	}
 }
 
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
-                    long ldo, int acc) {
+                    long ldo, int acc, const float *bias) {
 	for (long i = 0; i < m; i++)
 		for (long j = j0; j < j1; j++) {
 			float l[16] = {0};
@@ -212,6 +217,7 @@ void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0,
 			for (int e = 0; e < 8; e++) h[e] = l[e] + l[e + 8];
 			for (int e = 0; e < 4; e++) q[e] = h[e] + h[e + 4];
 			float r = (q[0] + q[2]) + (q[1] + q[3]);
+			if (bias) r = bias[j] + r;
 			out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;
 		}
 }

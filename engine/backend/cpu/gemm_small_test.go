@@ -32,7 +32,7 @@ func BenchmarkGemmSmall(b *testing.B) {
 			name string
 			f    func()
 		}{
-			{"small", func() { cGemmNT(out, a, w, s.m, 0, s.n, s.k, s.k, s.k, s.n, false, false) }},
+			{"small", func() { cGemmNT(out, a, w, nil, s.m, 0, s.n, s.k, s.k, s.k, s.n, false, false) }},
 			{"openblas", func() { sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, w, s.k, 0, out, s.n) }},
 		} {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", v.name, s.m, s.k, s.n), func(b *testing.B) {
@@ -50,7 +50,7 @@ func BenchmarkGemmSmall(b *testing.B) {
 
 // TestGemmNTMatchesReference: the AVX-512 kernel and its portable C arithmetic agree bit for
 // bit, on shapes with ragged row tiles, column tiles and a masked last vector, for column
-// ranges that start anywhere, overwriting and accumulating; k above the blocking threshold
+// ranges that start anywhere, overwriting and accumulating, with a bias and without; k above the blocking threshold
 // (whole blocks, a ragged last block, a last block of one masked vector) and more rows than
 // one row block holds at that k.
 func TestGemmNTMatchesReference(t *testing.T) {
@@ -63,14 +63,19 @@ func TestGemmNTMatchesReference(t *testing.T) {
 		{64, 3072, 9, 0, 9}, {11, 1537, 13, 2, 13}, {8, 2311, 6, 1, 6}, {130, 1800, 5, 0, 5},
 	} {
 		a, w := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1)
-		for _, acc := range []bool{false, true} {
+		for _, v := range []struct{ acc, bias bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			acc := v.acc
+			var bias []float32
+			if v.bias {
+				bias = randVec(r, s.n, 1)
+			}
 			base := randVec(r, s.m*s.n, 1)
 			vec, ref := append([]float32(nil), base...), append([]float32(nil), base...)
-			cGemmNT(vec, a, w, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, false)
-			cGemmNT(ref, a, w, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, true)
+			cGemmNT(vec, a, w, bias, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, false)
+			cGemmNT(ref, a, w, bias, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, true)
 			for i := range vec {
 				if math.Float32bits(vec[i]) != math.Float32bits(ref[i]) {
-					t.Fatalf("%+v acc %v: element %d = %v, portable %v", s, acc, i, vec[i], ref[i])
+					t.Fatalf("%+v %+v: element %d = %v, portable %v", s, v, i, vec[i], ref[i])
 				}
 			}
 			for i := range s.m {

@@ -85,17 +85,21 @@ func cColSums(acc, x []float32, n, ld int) {
 	C.rk_col_sums(fptr(acc), fptr(x[:(n-1)*ld+len(acc)]), C.long(n), C.long(ld), C.long(len(acc)))
 }
 
-// cGemmNT computes out[i][j] (+)= a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c); ref
-// selects the portable arithmetic instead of the AVX-512 kernel.
-func cGemmNT(out, a, w []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool) {
+// cGemmNT computes out[i][j] (+)= bias[j] + a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c),
+// bias nil for none; ref selects the portable arithmetic instead of the AVX-512 kernel.
+func cGemmNT(out, a, w, bias []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool) {
 	if m == 0 || j1 <= j0 {
 		return
 	}
+	var b *C.float
+	if bias != nil {
+		b = fptr(bias)
+	}
 	if ref {
-		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
+		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc), b)
 		return
 	}
-	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc))
+	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc), b)
 }
 
 func cBool(b bool) C.int {

@@ -90,6 +90,7 @@ func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32,
 // output columns [p·size, (p+1)·size), reading only its rows of w.
 type ntJob struct {
 	out, a, w     []float32
+	bias          []float32 // nil: none
 	m, n, k       int
 	lda, ldw, ldo int
 	size          int
@@ -99,15 +100,15 @@ type ntJob struct {
 func (j *ntJob) run(_, lo, hi int) {
 	for p := lo; p < hi; p++ {
 		j0, j1 := p*j.size, min(j.n, (p+1)*j.size)
-		cGemmNT(j.out, j.a, j.w, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, j.acc, false)
+		cGemmNT(j.out, j.a, j.w, j.bias, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, j.acc, false)
 	}
 }
 
-// nt computes out (m, n; row stride ldo) = a·wᵀ (+ out when acc), a (m, k) and w (n, k) of row
-// strides lda and ldw, on the pool: each part a run of columns (whole tiles of the kernel, and
+// nt computes out (m, n; row stride ldo) = bias + a·wᵀ (+ out when acc; bias nil for none), a
+// (m, k) and w (n, k) of row strides lda and ldw, on the pool: each part a run of columns (whole tiles of the kernel, and
 // several parts per worker when the columns are many, so that a worker slowed by the rest of
 // the machine holds up less). A column's result does not depend on the split.
-func (c *CPU) nt(out, a, w []float32, m, n, k, lda, ldw, ldo int, acc bool) {
+func (c *CPU) nt(out, a, w, bias []float32, m, n, k, lda, ldw, ldo int, acc bool) {
 	parts := c.pool.workers
 	if m*n*k < gemmMinWork {
 		parts = 1
@@ -116,7 +117,7 @@ func (c *CPU) nt(out, a, w []float32, m, n, k, lda, ldw, ldo int, acc bool) {
 	}
 	size := (n + parts - 1) / parts
 	size = (size + ntColumns - 1) / ntColumns * ntColumns
-	c.ntj = ntJob{out: out, a: a, w: w, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size, acc: acc}
+	c.ntj = ntJob{out: out, a: a, w: w, bias: bias, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size, acc: acc}
 	c.pool.run(&c.ntj, (n+size-1)/size, 1)
 	c.ntj = ntJob{}
 }
@@ -142,16 +143,23 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o := out.F32()[:n*oc]
+	if ntFor(n) {
+		// The kernel adds the bias as it stores each sum: the same bias + sum as the pass
+		// below, without writing out first for the kernel to read back (from the other
+		// worker's cache, as the two split out by rows and columns).
+		var b []float32
+		if !bias.Nil() {
+			b = bias.F32()[:oc]
+		}
+		c.nt(o, inp.F32(), w.F32(), b, n, oc, ch, ch, ch, oc, false)
+		return
+	}
 	beta := float32(0)
 	if !bias.Nil() {
 		c.bias = biasJob{out: o, bias: bias.F32()[:oc], oc: oc}
 		c.pool.run(&c.bias, n, max(1, 16384/oc))
 		c.bias = biasJob{}
 		beta = 1
-	}
-	if ntFor(n) {
-		c.nt(o, inp.F32(), w.F32(), n, oc, ch, ch, ch, oc, beta == 1)
-		return
 	}
 	c.gemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
 }
