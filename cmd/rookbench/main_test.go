@@ -44,6 +44,12 @@ func TestRatioRow(t *testing.T) {
 	if *r.Median != 2 || *r.Min != 200.0/120 || *r.Max != 2.4 {
 		t.Errorf("ratio of medians/min/max %v %v %v, want 2, 1.667, 2.4", *r.Median, *r.Min, *r.Max)
 	}
+	if r.Note != "peer / engine, ratio of medians" {
+		t.Errorf("note %q", r.Note)
+	}
+	if r = ratioRow("g", "k", "engine / floor", "", eng, peer, false); r.Note != "ratio of medians" {
+		t.Errorf("a row without a note of its own: note %q", r.Note)
+	}
 	peer = measured([]float64{300, 200, 220}) // run 0 of both slowed down together
 	eng = measured([]float64{150, 100, 100})
 	r = ratioRow("g", "k", "speed-up", "peer / engine", peer, eng, true)

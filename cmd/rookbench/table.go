@@ -174,14 +174,22 @@ func ratioRow(group, key, name, note string, num, den series, paired bool) Row {
 		}
 		r.Samples = q
 		r.Median, r.Min, r.Max = ptr(median(q)), ptr(slices.Min(q)), ptr(slices.Max(q))
-		r.Note += ", paired runs"
+		r.Note = joinNote(r.Note, "paired runs")
 	default:
 		r.Median = ptr(num.median() / den.median())
 		r.Min = ptr(num.min() / den.max())
 		r.Max = ptr(num.max() / den.min())
-		r.Note += ", ratio of medians"
+		r.Note = joinNote(r.Note, "ratio of medians")
 	}
 	return r
+}
+
+// joinNote appends part to a row's note, after a comma when the note already says something.
+func joinNote(note, part string) string {
+	if note == "" {
+		return part
+	}
+	return note + ", " + part
 }
 
 // Report is everything one rookbench command measured.
