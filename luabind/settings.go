@@ -3,6 +3,7 @@ package luabind
 import (
 	"errors"
 	"fmt"
+	"github.com/rookscript/rookscript/engine/checkpoint"
 	"reflect"
 	"slices"
 	"strings"
@@ -273,7 +274,7 @@ func raiseConfig(L *lua.LState, format string, args ...any) {
 // raises an error naming its key.
 func luaCheck(L *lua.LState) int {
 	t := L.CheckTable(1)
-	known := append(groupNames(), "model")
+	known := append(groupNames(), "model", "run")
 	t.ForEach(func(k, _ lua.LValue) {
 		if !slices.Contains(known, k.String()) {
 			raiseConfig(L, "rook.check: unknown option set %q%s", k.String(), didYouMean(k.String(), known))
@@ -297,7 +298,46 @@ func luaCheck(L *lua.LState) int {
 			raiseConfig(L, "rook.check: %s: %s", g.call, bare(err, g.name))
 		}
 	}
+	if v := t.RawGetString("run"); v != lua.LNil {
+		checkRunSet(L, v)
+	}
 	return 0
+}
+
+// checkRunSet is rook.check's run set, { dir =, resume = }: the refusals rook.run would give
+// for the directory as it is now (checkpoints where a new run would start, no run to resume,
+// another writer), before a recipe loads or builds its model.
+func checkRunSet(L *lua.LState, v lua.LValue) {
+	o, ok := v.(*lua.LTable)
+	if !ok {
+		raiseConfig(L, "rook.check: run must be an option table, got a %s", v.Type())
+	}
+	var dir string
+	resume := false
+	o.ForEach(func(k, v lua.LValue) {
+		switch k.String() {
+		case "dir":
+			s, ok := v.(lua.LString)
+			if !ok || s == "" {
+				raiseConfig(L, "rook.check: run: dir must be a non-empty string, got %s", describe(v))
+			}
+			dir = string(s)
+		case "resume":
+			b, ok := v.(lua.LBool)
+			if !ok {
+				raiseConfig(L, "rook.check: run: resume must be a boolean, got %s", describe(v))
+			}
+			resume = bool(b)
+		default:
+			raiseConfig(L, "rook.check: run: unknown option %q%s", k.String(), didYouMean(k.String(), []string{"dir", "resume"}))
+		}
+	})
+	if dir == "" {
+		raiseConfig(L, "rook.check: run: dir is missing")
+	}
+	if err := checkpoint.Preflight(dir, resume); err != nil {
+		raiseConfig(L, "rook.check: rook.run: %v", err)
+	}
 }
 
 // bare is err's message without the engine package's "pkg: " prefix, for a message that

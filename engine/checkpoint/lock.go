@@ -67,3 +67,24 @@ func holderPID(f *os.File) int {
 	}
 	return pid
 }
+
+// probeLock reports a LockedError when another writer holds dir's lock, taking and at once
+// dropping a shared lock (which any number of probes may hold together). It creates nothing:
+// a directory without a lock file has no writer.
+func probeLock(dir string) error {
+	f, err := os.Open(filepath.Join(dir, LockFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checking the lock of run directory %s: %w", dir, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return &LockedError{Dir: dir, PID: holderPID(f)}
+		}
+		return fmt.Errorf("checking the lock of run directory %s: %w", dir, err)
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}

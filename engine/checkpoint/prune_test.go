@@ -162,3 +162,66 @@ func TestKeepZeroIsAnError(t *testing.T) {
 		run.Close()
 	}
 }
+
+// TestPreflight: Preflight gives Create's and Open's refusals for what is on disk, and creates
+// and locks nothing.
+func TestPreflight(t *testing.T) {
+	id := smallIdentity(t)
+	root := t.TempDir()
+	withCk := filepath.Join(root, "run")
+	run, err := Create(withCk, Options{KeepLast: DefaultKeepLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSave(t, run, plainState(t, 5, id, nil))
+	run.Close()
+	held := filepath.Join(root, "held")
+	holder, err := Create(held, Options{KeepLast: DefaultKeepLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	empty, missing, file := filepath.Join(root, "empty"), filepath.Join(root, "missing"), filepath.Join(root, "file")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir    string
+		resume bool
+		want   []string // nil: no error
+	}{
+		{missing, false, nil},
+		{empty, false, nil},
+		{withCk, false, []string{"already holds checkpoints", "step-00000005"}},
+		{withCk, true, nil},
+		{held, false, []string{"is in use by", "one process writes a run at a time"}},
+		{held, true, []string{"is in use by"}},
+		{missing, true, []string{"is not a run directory"}},
+		{empty, true, []string{"is not a run directory"}},
+		{file, false, []string{"is not a directory"}},
+	} {
+		err := Preflight(tc.dir, tc.resume)
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("%s resume=%v: %v", filepath.Base(tc.dir), tc.resume, err)
+			}
+			continue
+		}
+		wantErr(t, err, tc.want...)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("Preflight created %s", missing)
+	}
+	if _, err := os.Stat(filepath.Join(empty, LockFile)); !os.IsNotExist(err) {
+		t.Errorf("Preflight created a lock file in %s", empty)
+	}
+	// A preflight takes no lock that outlives it: the run it checked opens for writing.
+	r, err := Open(withCk)
+	if err != nil {
+		t.Fatalf("Open after Preflight: %v", err)
+	}
+	r.Close()
+}

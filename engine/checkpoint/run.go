@@ -87,14 +87,53 @@ func Create(dir string, opts Options) (*Run, error) {
 	return r, nil
 }
 
-func (r *Run) create() error {
-	if !r.opts.Resume {
-		names, err := r.List()
+// Preflight says, creating and locking nothing, whether Create (resume false) or Open (resume
+// true) would refuse dir as it is now: a new run in a directory that holds checkpoints, a
+// resume of a directory that is not a run, a run another process writes. A recipe calls it
+// before its expensive work (loading the model, building the default one), so that the
+// refusal comes first; Create and Open still decide, under the lock.
+func Preflight(dir string, resume bool) error {
+	if resume {
+		r, err := OpenReadOnly(dir)
 		if err != nil {
 			return err
 		}
-		if _, lerr := os.Stat(r.path("LATEST")); len(names) > 0 || lerr == nil {
-			return fmt.Errorf("%s already holds checkpoints (%s): resume it or choose another directory", r.Dir, strings.Join(names, ", "))
+		r.Close()
+		return probeLock(dir)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoints")); err == nil {
+		if err := (&Run{Dir: dir}).refuseCheckpoints(); err != nil {
+			return err
+		}
+	}
+	return probeLock(dir)
+}
+
+// refuseCheckpoints is the error of a new run in a directory whose checkpoints/ holds any.
+func (r *Run) refuseCheckpoints() error {
+	names, err := r.List()
+	if err != nil {
+		return err
+	}
+	if _, lerr := os.Stat(r.path("LATEST")); len(names) > 0 || lerr == nil {
+		return fmt.Errorf("%s already holds checkpoints (%s): resume it or choose another directory", r.Dir, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+func (r *Run) create() error {
+	if !r.opts.Resume {
+		if err := r.refuseCheckpoints(); err != nil {
+			return err
 		}
 		if _, err := r.discardMetricsFrom(0); err != nil {
 			return err
