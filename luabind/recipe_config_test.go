@@ -2,6 +2,7 @@ package luabind_test
 
 import (
 	"context"
+	"github.com/rookscript/rookscript/engine/checkpoint"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -100,6 +101,43 @@ func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 				t.Errorf("refused at line %d (Stockfish starts at line %d), model loaded: %v", line, stockfishLine, loaded)
 			case c.afterLoad && (line <= loadLine || !loaded):
 				t.Errorf("refused at line %d, want just after the model loads (line %d)", line, loadLine)
+			}
+		})
+	}
+}
+
+// TestRecipeRefusesRunDirBeforeWork: grpo_stable.lua refuses a run directory that rook.run would
+// refuse (one holding checkpoints, one another writer holds) before it starts Stockfish or
+// loads (or builds) the model.
+func TestRecipeRefusesRunDirBeforeWork(t *testing.T) {
+	const recipe = "../recipes/grpo_stable.lua"
+	withCk := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(filepath.Join(withCk, "checkpoints", "step-00000010"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held := filepath.Join(t.TempDir(), "held")
+	holder, err := checkpoint.Create(held, checkpoint.Options{KeepLast: checkpoint.DefaultKeepLast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, c := range []struct{ name, dir, want string }{
+		{"checkpoints", withCk, "rook.check: rook.run: " + withCk + " already holds checkpoints (step-00000010)"},
+		{"another writer", held, "rook.check: rook.run: run directory " + held + " is in use by"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			e, err := luabind.New(luabind.Options{Args: []string{"model=random:tiny", "run_dir=" + c.dir}, Recipe: recipe, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			err = e.RunFile(context.Background(), recipe)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			if strings.Contains(out.String(), "model: ") {
+				t.Error("the model was loaded before the refusal")
 			}
 		})
 	}

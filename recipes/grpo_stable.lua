@@ -55,7 +55,11 @@ local adamw = rook.settings(cfg, "adamw", { betas = { 0.9, 0.95 }, weight_decay 
                                            total_updates = cfg.steps * cfg.num_iterations * cfg.minibatches })
 local scoring = rook.settings(cfg, "reward")
 local engine = rook.settings(cfg, "stockfish")
-rook.check{ grpo = update, rollout = sampling, adamw = adamw, reward = scoring, stockfish = engine }
+local resume = cfg.resume ~= "" and cfg.resume or nil
+-- The run directory too: a new run where checkpoints are, or another process writing it, is
+-- refused now rather than after the model's load (or the default model's build).
+rook.check{ grpo = update, rollout = sampling, adamw = adamw, reward = scoring, stockfish = engine,
+            run = { dir = resume or cfg.run_dir, resume = resume ~= nil } }
 
 local sf = assert(rook.stockfish(engine))
 scoring.engine = sf
@@ -81,7 +85,6 @@ local data = source(cfg.seed + 100)
 -- its positions too (early positions of different games can coincide).
 local evalset = evalkit.set(source(cfg.seed + 200), cfg.eval_size)
 local held_out = cur.exclude(evalset)
-local resume = cfg.resume ~= "" and cfg.resume or nil
 local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps,
                              save_every = cfg.save_every, keep = cfg.keep, best = "eval/reward_mean",

@@ -17,6 +17,8 @@ local cfg = rook.config{
   run_dir = "runs/sft", out = "models/sft", save_every = 100, device = "cpu",
 }
 
+local resume = cfg.resume ~= "" and cfg.resume or nil
+rook.check{ run = { dir = resume or cfg.run_dir, resume = resume ~= nil } } -- before the model loads
 local policy = assert(rook.load(cfg.model, { device = cfg.device }))
 local data_path = cfg.data
 if data_path == "generate" then
@@ -33,7 +35,6 @@ local data = assert(rook.positions{ path = data_path, loop = true })
 -- The loop passes each step's rate (warm-up, then cosine to lr_min): the optimizer's own
 -- schedule stays flat.
 local opt = rook.adamw(policy, rook.settings(cfg, "adamw", { betas = { 0.9, 0.95 }, lr_warmup = 0 }))
-local resume = cfg.resume ~= "" and cfg.resume or nil
 local run = assert(rook.run{ dir = resume or cfg.run_dir, resume = resume,
                              policy = policy, opt = opt, data = data, steps = cfg.steps, save_every = cfg.save_every,
                              fixed = { "data", "data_seed", "rows", "env_fraction", "stockfish_depth" } })
