@@ -59,16 +59,16 @@ __attribute__((target("avx512f,avx512dq"))) static inline __m128 reduce16x4(__m5
 // One tile: MR rows of a (at a, stride lda) by NR rows of w (at w, stride ldw), over k
 // elements that are one block of the whole product's: the first block starts the
 // accumulators, a later one resumes them from lanes (MR·NR·16 floats), a block that is not
-// the last leaves them there, and the last one writes the sums into out (stride ldo). The
-// lanes see the same fused multiply-adds in the same order however k is blocked. MR and NR
-// are constants at every call site, so the loops unroll.
+// the last leaves them there, and the last one writes the sums (each after bias[j] when there
+// is a bias) into out (stride ldo), or adds them to it with acc. The lanes see the same fused
+// multiply-adds in the same order however k is blocked. MR and NR are constants at every call
+// site, so the loops unroll.
 #define UNROLL _Pragma("GCC unroll 8")
 
 #define TILE(MR, NR)                                                                                                  \
 	__attribute__((target("avx512f,avx512dq"))) static void tile_##MR##x##NR(                                       \
 	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc, const float *bias, \
-	    float *lanes,                                                                                           \
-	    int first, int last) {                                                                                  \
+	    float *lanes, int first, int last) {                                                                   \
 		__m512 s[MR][NR];                                                                                       \
 		UNROLL for (int i = 0; i < MR; i++)                                                                            \
 			UNROLL for (int j = 0; j < NR; j++) s[i][j] =                                                          \
