@@ -20,18 +20,8 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "lanes.h"
 
-#define EXP_LO -87.3f
-#define EXP_HI 88.7f
-#define LOG2E 1.44269504088896341f
-#define C1 0.693359375f
-#define C2 -2.12194440e-4f
-#define P0 1.9875691500e-4f
-#define P1 1.3981999507e-3f
-#define P2 8.3334519073e-3f
-#define P3 4.1665795894e-2f
-#define P4 1.6666665459e-1f
-#define P5 5.0000001201e-1f
 
 // No multiply and add fused into one rounding but the explicit ones: exp16 must round as
 // kernels.c's exp1 does.
@@ -61,14 +51,6 @@ __attribute__((target("avx512f,avx512dq"))) static inline __m512 exp16(__m512 x)
 	return _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
 }
 
-// The lane tree: halves, quarters, then (q0 + q2) + (q1 + q3).
-__attribute__((target("avx512f,avx512dq"))) static inline float tree16(__m512 v) {
-	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-	__m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-	__m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
-
 static int decode16_on = 1; // tests switch it off to run the other paths
 
 void rk_set_decode16(int on) { decode16_on = on; }
@@ -76,19 +58,6 @@ void rk_set_decode16(int on) { decode16_on = on; }
 int rk_decode16(void) { return decode16_on && rk_has_avx512(); }
 
 static inline __mmask16 tail(long left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
-
-// tree16 of four accumulators at once: lane i of the result is tree16 of the i-th. Each step
-// adds the same pairs of lanes as tree16 (halves, quarters, then (q0 + q2) + (q1 + q3)), two or
-// four accumulators to a register.
-__attribute__((target("avx512f,avx512dq"))) static inline __m128 tree16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
-	__m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee)); // a's halves | b's
-	__m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
-	__m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd)); // quarters
-	__m512 z = _mm512_add_ps(q, _mm512_permute_ps(q, 0x4e));     // (q0 + q2), (q1 + q3)
-	__m512 w = _mm512_add_ps(z, _mm512_permute_ps(z, 0xb1));     // (q0 + q2) + (q1 + q3)
-	__m512i lane0 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-	return _mm512_castps512_ps128(_mm512_permutexvar_ps(lane0, w));
-}
 
 // One head's dot over hd channels: full vectors, then the masked tail.
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline __m512 dot16(const float *q, const float *k, long hd) {
@@ -193,13 +162,6 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 
 static inline float max_or_nan(float a, float b) { return b > a || b != b ? b : a; }
 
-static float tree(const float l[16]) {
-	float h[8], q[4];
-	for (int e = 0; e < 8; e++) h[e] = l[e] + l[e + 8];
-	for (int e = 0; e < 4; e++) q[e] = h[e] + h[e + 4];
-	return (q[0] + q[2]) + (q[1] + q[3]);
-}
-
 // exp1 of kernels.c, repeated here so that this file stands alone.
 static float exp_ref(float x) {
 	x = EXP_LO > x ? EXP_LO : x;
@@ -232,7 +194,7 @@ void rk_attention_decode_ref(float *out, const float *q, const float *k1, const 
 		for (long h = 0; h < nh; h++) {
 			float l[16] = {0};
 			for (long e = 0; e < hd; e++) l[e % 16] = fmaf(q[h * hd + e], k[h * hd + e], l[e % 16]);
-			s[h * n + j] = scale * tree(l);
+			s[h * n + j] = scale * tree16_ref(l);
 		}
 	}
 	for (long h = 0; h < nh; h++) {
@@ -244,7 +206,7 @@ void rk_attention_decode_ref(float *out, const float *q, const float *k1, const 
 			sh[j] = exp_ref(sh[j] - m);
 			l[j % 16] += sh[j];
 		}
-		float inv = 1.0f / tree(l);
+		float inv = 1.0f / tree16_ref(l);
 		for (long j = 0; j < n; j++) sh[j] *= inv;
 	}
 	for (long h = 0; h < nh; h++)

@@ -19,6 +19,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "lanes.h"
 
 static int cpu_avx512 = -1;
 
@@ -28,32 +29,6 @@ int rk_has_avx512(void) {
 		cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 	}
 	return cpu_avx512;
-}
-
-// Lane sums of one accumulator: halves, quarters, eighths, then the last pair.
-__attribute__((target("avx512f,avx512dq"))) static inline float reduce16(__m512 v) {
-	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-	__m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-	__m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
-
-// Lane sums of four accumulators at once, by the same tree as reduce16 for each: the halves
-// of two accumulators are added in one instruction, then the quarters of four, so that a tile
-// of 4 columns spends 14 instructions on its sums instead of 32.
-__attribute__((target("avx512f,avx512dq"))) static inline __m128 reduce16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
-	// [a0..7 + a8..15 | b0..7 + b8..15], the same for c and d.
-	__m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-	                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-	__m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
-	                          _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
-	// Each 128-bit lane: q[e] = h[e] + h[e+4] of one accumulator, a b c d in that order.
-	__m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
-	                         _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-	// (q0 + q2) + (q1 + q3) in element 0 of each 128-bit lane.
-	__m512 x = _mm512_add_ps(q, _mm512_permute_ps(q, _MM_SHUFFLE(1, 0, 3, 2)));
-	__m512 y = _mm512_add_ps(x, _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
-	return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), y));
 }
 
 // One tile: MR rows of a (at a, stride lda) by NR rows of w (at w, stride ldw), over k
@@ -99,14 +74,14 @@ __attribute__((target("avx512f,avx512dq"))) static inline __m128 reduce16x4(__m5
 		UNROLL for (int i = 0; i < MR; i++) {                                                                          \
 			int j = 0;                                                                                      \
 			UNROLL for (; j + 4 <= NR; j += 4) {                                                                   \
-				__m128 r = reduce16x4(s[i][j], s[i][j + 1 < NR ? j + 1 : 0], s[i][j + 2 < NR ? j + 2 : 0],    \
-				                      s[i][j + 3 < NR ? j + 3 : 0]);                                    \
+				__m128 r = tree16x4(s[i][j], s[i][j + 1 < NR ? j + 1 : 0], s[i][j + 2 < NR ? j + 2 : 0],      \
+				                    s[i][j + 3 < NR ? j + 3 : 0]);                                      \
 				if (bias) r = _mm_add_ps(_mm_loadu_ps(bias + j), r);                                        \
 				if (acc) r = _mm_add_ps(_mm_loadu_ps(out + i * ldo + j), r);                                \
 				_mm_storeu_ps(out + i * ldo + j, r);                                                        \
 			}                                                                                               \
 			UNROLL for (; j < NR; j++) {                                                                           \
-				float r = reduce16(s[i][j]);                                                            \
+				float r = tree16(s[i][j]);                                                              \
 				if (bias) r = bias[j] + r;                                                              \
 				out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;                                      \
 			}                                                                                               \
@@ -213,10 +188,7 @@ void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0,
 		for (long j = j0; j < j1; j++) {
 			float l[16] = {0};
 			for (long kk = 0; kk < k; kk++) l[kk % 16] = fmaf(a[i * lda + kk], w[j * ldw + kk], l[kk % 16]);
-			float h[8], q[4];
-			for (int e = 0; e < 8; e++) h[e] = l[e] + l[e + 8];
-			for (int e = 0; e < 4; e++) q[e] = h[e] + h[e + 4];
-			float r = (q[0] + q[2]) + (q[1] + q[3]);
+			float r = tree16_ref(l);
 			if (bias) r = bias[j] + r;
 			out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;
 		}

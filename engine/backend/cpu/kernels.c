@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "lanes.h"
 
 #pragma GCC optimize("fp-contract=off")
 
@@ -32,18 +33,8 @@ void rk_set_avx2(int on) { avx2_enabled = on; }
 
 // Cephes' expf: range reduction by ln 2 in two parts, a degree-6 polynomial and scaling by
 // 2^n through the exponent bits; about 1 ulp over [-87.3, 88.7]. Inputs are clamped to that
-// range (callers only need x ≤ 0: softmax and tanh arguments); NaN stays NaN.
-#define EXP_LO -87.3f
-#define EXP_HI 88.7f
-#define LOG2E 1.44269504088896341f
-#define C1 0.693359375f
-#define C2 -2.12194440e-4f
-#define P0 1.9875691500e-4f
-#define P1 1.3981999507e-3f
-#define P2 8.3334519073e-3f
-#define P3 4.1665795894e-2f
-#define P4 1.6666665459e-1f
-#define P5 5.0000001201e-1f
+// range (callers only need x ≤ 0: softmax and tanh arguments); NaN stays NaN. The constants
+// are lanes.h's, shared with decode_attention.c's exp16.
 
 static inline float pow2i(int32_t n) {
 	int32_t b = (n + 127) << 23;

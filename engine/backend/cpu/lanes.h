@@ -1,0 +1,59 @@
+// Shared by the C kernels of this package, so that every path rounds alike: the fixed tree
+// that sums sixteen float lanes, in AVX-512 and in portable C, and the constants of the
+// exponential (kernels.c's exp1, exp8 and decode_attention.c's exp16 are one algorithm at
+// three widths; the tests hold each to the scalar one bit for bit).
+#ifndef ROOKSCRIPT_LANES_H
+#define ROOKSCRIPT_LANES_H
+
+#include <immintrin.h>
+
+// Cephes' expf (kernels.c): exp(x) = 2^n · e^r, n = floor(x·log2 e + ½), r = x − n·ln 2 with
+// ln 2 = C1 + C2 in two parts, e^r by a degree-6 polynomial; inputs clamped to [EXP_LO, EXP_HI].
+#define EXP_LO -87.3f
+#define EXP_HI 88.7f
+#define LOG2E 1.44269504088896341f
+#define C1 0.693359375f
+#define C2 -2.12194440e-4f
+#define P0 1.9875691500e-4f
+#define P1 1.3981999507e-3f
+#define P2 8.3334519073e-3f
+#define P3 4.1665795894e-2f
+#define P4 1.6666665459e-1f
+#define P5 5.0000001201e-1f
+
+// The lane tree of sixteen partial sums l: halves h[e] = l[e] + l[e+8], quarters
+// q[e] = h[e] + h[e+4], then (q0 + q2) + (q1 + q3).
+static inline float tree16_ref(const float l[16]) {
+	float h[8], q[4];
+	for (int e = 0; e < 8; e++) h[e] = l[e] + l[e + 8];
+	for (int e = 0; e < 4; e++) q[e] = h[e] + h[e + 4];
+	return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+// tree16_ref of one vector's lanes.
+__attribute__((target("avx512f,avx512dq"))) static inline float tree16(__m512 v) {
+	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+	__m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+	__m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+// tree16 of four vectors at once: lane i of the result is tree16 of the i-th. Each step adds
+// the same pairs of lanes as tree16, two or four vectors to a register: 14 instructions for
+// the four sums instead of 32.
+__attribute__((target("avx512f,avx512dq"))) static inline __m128 tree16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+	// [a0..7 + a8..15 | b0..7 + b8..15], the same for c and d.
+	__m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+	                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+	__m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+	                          _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+	// Each 128-bit lane: q[e] = h[e] + h[e+4] of one vector, a b c d in that order.
+	__m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+	                         _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+	// (q0 + q2) + (q1 + q3) in element 0 of each 128-bit lane.
+	__m512 x = _mm512_add_ps(q, _mm512_permute_ps(q, _MM_SHUFFLE(1, 0, 3, 2)));
+	__m512 y = _mm512_add_ps(x, _mm512_permute_ps(x, _MM_SHUFFLE(2, 3, 0, 1)));
+	return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), y));
+}
+
+#endif
