@@ -312,30 +312,17 @@ func checkRunSet(L *lua.LState, v lua.LValue) {
 	if !ok {
 		raiseConfig(L, "rook.check: run must be an option table, got a %s", v.Type())
 	}
-	var dir string
-	resume := false
-	o.ForEach(func(k, v lua.LValue) {
-		switch k.String() {
-		case "dir":
-			s, ok := v.(lua.LString)
-			if !ok || s == "" {
-				raiseConfig(L, "rook.check: run: dir must be a non-empty string, got %s", describe(v))
-			}
-			dir = string(s)
-		case "resume":
-			b, ok := v.(lua.LBool)
-			if !ok {
-				raiseConfig(L, "rook.check: run: resume must be a boolean, got %s", describe(v))
-			}
-			resume = bool(b)
-		default:
-			raiseConfig(L, "rook.check: run: unknown option %q%s", k.String(), didYouMean(k.String(), []string{"dir", "resume"}))
-		}
-	})
-	if dir == "" {
+	var set struct {
+		Dir    string `json:"dir"`
+		Resume bool   `json:"resume"`
+	}
+	if err := decodeOptions(o, &set); err != nil {
+		raiseConfig(L, "rook.check: run: %v", err)
+	}
+	if set.Dir == "" {
 		raiseConfig(L, "rook.check: run: dir is missing")
 	}
-	if err := checkpoint.Preflight(dir, resume); err != nil {
+	if err := checkpoint.Preflight(set.Dir, set.Resume); err != nil {
 		raiseConfig(L, "rook.check: rook.run: %v", err)
 	}
 }
