@@ -43,13 +43,15 @@ int rk_has_avx512(void) {
 #define TILE(MR, NR)                                                                                                  \
 	__attribute__((target("avx512f,avx512dq"))) static void tile_##MR##x##NR(                                       \
 	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc, const float *bias, \
-	    float *lanes, int first, int last) {                                                                   \
+	    float *lanes, int first, int last, const char *pf, long npf) {                                          \
 		__m512 s[MR][NR];                                                                                       \
+		long per = (npf + k / 16) / (k / 16 + 1); /* prefetches per vector step, all issued by the end */     \
 		UNROLL for (int i = 0; i < MR; i++)                                                                            \
 			UNROLL for (int j = 0; j < NR; j++) s[i][j] =                                                          \
 			    first ? _mm512_setzero_ps() : _mm512_load_ps(lanes + (i * NR + j) * 16);                         \
 		long kk = 0;                                                                                            \
 		for (; kk + 16 <= k; kk += 16) {                                                                        \
+			for (long e = per; e > 0 && npf > 0; e--, npf--, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);      \
 			__m512 wv[NR];                                                                                  \
 			UNROLL for (int j = 0; j < NR; j++) wv[j] = _mm512_loadu_ps(w + j * ldw + kk);                        \
 			UNROLL for (int i = 0; i < MR; i++) {                                                                  \
@@ -66,6 +68,7 @@ int rk_has_avx512(void) {
 				UNROLL for (int j = 0; j < NR; j++) s[i][j] = _mm512_fmadd_ps(av, wv[j], s[i][j]);            \
 			}                                                                                               \
 		}                                                                                                       \
+		for (; npf > 0; npf--, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);                                         \
 		if (!last) {                                                                                            \
 			UNROLL for (int i = 0; i < MR; i++)                                                                    \
 				UNROLL for (int j = 0; j < NR; j++) _mm512_store_ps(lanes + (i * NR + j) * 16, s[i][j]);      \
@@ -106,7 +109,7 @@ TILE(2, 1)
 TILE(1, 1)
 
 typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, int, const float *, float *, int,
-                        int);
+                        int, const char *, long);
 static const tile_fn tiles6[5] = {0, tile_1x6, tile_2x6, tile_3x6, tile_4x6};
 static const tile_fn tiles4[7] = {0, tile_1x4, tile_2x4, tile_3x4, tile_4x4, tile_5x4, tile_6x4};
 static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, tile_5x1, tile_6x1};
@@ -121,32 +124,33 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 
 // groups runs columns j, j+nr, … while a whole group of nr fits before j1, each group against
 // every tile of mr rows of a in [i0, i1), and returns the first column left over. While a
-// group of w meets the tiles, the next group is fetched into L2, a share before each tile: a
-// decode step reads each weight once, from memory, and the processor's prefetcher does not
-// run ahead from one row of w to the next (at 8 rows the step waited on memory for a quarter
-// of its time).
+// group of w meets the tiles, the next group is fetched into L2, a share by each tile, spread
+// over its k loop: a decode step reads each weight once, from memory, and the processor's
+// prefetcher does not run ahead from one row of w to the next (at 8 rows the step waited on
+// memory for a quarter of its time). Issued in a burst before each tile, the share filled the
+// line-fill buffers and the prefetch instructions themselves stalled, for 6% of a decode step.
 __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *tiles, int mr, int nr, float *out,
                                                                  const float *a, const float *w, long i0, long i1,
                                                                  long j, long j1, long k, long kc, long lda,
                                                                  long ldw, long ldo, int acc,
                                                                  const float *bias, float (*lanes)[24 * 16]) {
-	long lines = (k + 15) / 16, total = nr * lines, ntiles = (i1 - i0 + mr - 1) / mr;
+	// The next group's rows, as one run of cache lines from the first's start to the last's end
+	// (exactly its rows when ldw = k, as for a model's weights).
+	long total = ((nr - 1) * ldw + k) * 4 / 64 + 1, ntiles = (i1 - i0 + mr - 1) / mr;
 	long calls = ntiles * ((k + kc - 1) / kc);
 	long share = (total + calls - 1) / calls;
 	for (; j + nr <= j1; j += nr) {
-		const float *next = j + 2 * nr <= j1 ? w + (j + nr) * ldw : 0;
-		long q = next ? 0 : total, r = 0, c = 0; // line q of the next group: row r, line c
+		const char *next = j + 2 * nr <= j1 ? (const char *)(w + (j + nr) * ldw) : 0;
+		long q = next ? 0 : total; // lines of the next group prefetched so far
 		for (long k0 = 0; k0 < k || k0 == 0; k0 += kc) {
 			long kn = k - k0 < kc ? k - k0 : kc;
 			int first = k0 == 0, last = k0 + kn >= k;
 			for (long i = i0, t = 0; i < i1; i += mr, t++) {
-				for (long e = q + share < total ? q + share : total; q < e; q++) {
-					_mm_prefetch((const char *)(next + r * ldw + c * 16), _MM_HINT_T1);
-					if (++c == lines) c = 0, r++;
-				}
+				long n = q + share < total ? share : total - q;
 				long m = i1 - i < mr ? i1 - i : mr;
 				tiles[m](out + i * ldo + j, a + i * lda + k0, w + j * ldw + k0, kn, lda, ldw, ldo, acc,
-				         bias ? bias + j : 0, lanes[t % KBLOCK_TILES], first, last);
+				         bias ? bias + j : 0, lanes[t % KBLOCK_TILES], first, last, next ? next + q * 64 : 0, n);
+				q += n;
 			}
 		}
 	}
@@ -177,7 +181,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 			for (long i = i0; i < i1; i += 6) {
 				long mr = i1 - i < 6 ? i1 - i : 6;
 				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc, bias ? bias + j : 0,
-				           lanes[0], 1, 1);
+				           lanes[0], 1, 1, 0, 0);
 			}
 	}
 }
