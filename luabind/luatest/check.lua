@@ -1,4 +1,5 @@
---- check: assertion helpers for *_test.lua files.
+--- check: assertion helpers for *_test.lua files. luatest.Run defines TESTDIR before this
+--- file's first line.
 local M = {}
 
 local function fail(msg, level)
@@ -29,6 +30,14 @@ function M.errors(fn, pattern)
     fail("error '" .. tostring(err) .. "' does not contain '" .. pattern .. "'")
   end
   return err
+end
+
+--- tmpdir(): a path, not yet created, in the test's own temporary directory, which the Go
+--- test removes when the test ends (os.tmpname's files stay in /tmp).
+local made = 0
+function M.tmpdir()
+  made = made + 1
+  return TESTDIR .. "/" .. made
 end
 
 return M

@@ -2,7 +2,8 @@
 //
 // A test file returns a table of functions; every function whose name starts with "test_"
 // runs as a subtest (sorted by name) in a fresh environment, with module "check" (assertion
-// helpers) on the search path. A Lua error fails the subtest with the message and traceback.
+// helpers, and check.tmpdir for paths in the subtest's own temporary directory) on the search
+// path. A Lua error fails the subtest with the message and traceback.
 //
 //	local check = require("check")
 //	local T = {}
@@ -28,7 +29,7 @@ var checkModule string
 // Run runs the test functions of one file.
 func Run(t *testing.T, file string, opts luabind.Options) {
 	t.Helper()
-	opts.Modules = map[string]string{"check": checkModule}
+	opts.Modules = map[string]string{"check": check(t.TempDir())}
 	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func Run(t *testing.T, file string, opts luabind.Options) {
 		t.Run(name, func(t *testing.T) {
 			o := opts
 			o.Recipe = file
+			o.Modules = map[string]string{"check": check(t.TempDir())}
 			env, err := luabind.New(o)
 			if err != nil {
 				t.Fatal(err)
@@ -49,6 +51,12 @@ func Run(t *testing.T, file string, opts luabind.Options) {
 			}
 		})
 	}
+}
+
+// check is module check's source for a test whose temporary directory is dir, defined on the
+// module's first line so that its line numbers stay the file's.
+func check(dir string) string {
+	return "local TESTDIR = [==[" + dir + "]==]; " + checkModule
 }
 
 // Files returns the *_test.lua files of a directory.

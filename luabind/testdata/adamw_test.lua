@@ -3,11 +3,7 @@ local rook = require("rook")
 
 local T = {}
 
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  return p
-end
+local tmpdir = check.tmpdir
 
 -- One GRPO step with signal: exactly one optimizer update.
 local function train_step(policy, opt, seed)

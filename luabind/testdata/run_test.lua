@@ -5,11 +5,7 @@ local T = {}
 
 local EPD = "../engine/chess/testdata/positions.epd"
 
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  return p
-end
+local tmpdir = check.tmpdir
 
 -- One training run of `steps` steps (resuming from `resume` if given), saving at `save_at`.
 -- o.ref_after_resume: take the reference as a copy of the policy after rook.run (the mistake
