@@ -13,7 +13,11 @@ local sftloop = require("sftloop")
 
 local M = {}
 
---- The recipe of the build. Changing it changes VERSION, so a new cache entry is built.
+--- The recipe of the build. Changing it changes VERSION, so a new cache entry is built. The
+--- weights also depend on what the recipe does not name: the engine's arithmetic (its version,
+--- the processor's vector units) and the Stockfish that labels P: rows. A cache entry built by
+--- another rookscript version is kept as it is, a v1 model but not this version's bit for
+--- bit; delete the directory to rebuild it.
 M.VERSION = "v1"
 M.SPEC = {
   arch = "random:small@seed=1", -- GPT-2, 4 layers, 4 heads, d=128, context 256
