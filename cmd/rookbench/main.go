@@ -78,6 +78,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -566,6 +567,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 
 	var rows []Row
 	add := func(r Row) { rows = append(rows, r) }
+	var cacheNote []string
 	s := b.sel
 	if s["gemm"] {
 		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling), and the memory bandwidth"
@@ -653,11 +655,15 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
 				add(br)
-				floor := flopMS
+				floor, memoryBound := flopMS, false
 				if byteMS.ok() && (!flopMS.ok() || byteMS.median() > flopMS.median()) {
-					floor = byteMS
+					floor, memoryBound = byteMS, true
 				}
 				add(ratioRow(gr, "floor.decode_ratio"+d.key, fmt.Sprintf("  engine / floor (the larger), %d rows", d.rows), "target ≤ 1.3", d.eng, floor, false))
+				if memoryBound && d.eng.ok() && d.eng.median() < floor.median() {
+					cacheNote = append(cacheNote, fmt.Sprintf("the decode step of %d rows ran below its memory floor, which counts every byte read from memory: "+
+						"the processor's last-level cache (%s) kept part of the weights from one step to the next", d.rows, lastLevelCache()))
+				}
 			}
 		}
 		for _, peer := range []struct {
@@ -688,7 +694,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		b.memRows(add)
 	}
 	rep.Rows = rows
-	rep.Notes = b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n)
+	rep.Notes = append(b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n), cacheNote...)
 	return rep
 }
 
@@ -743,6 +749,22 @@ func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) 
 		}
 	}
 	return out
+}
+
+// lastLevelCache is the size of the processor's last-level cache (the highest index sysfs
+// lists), or "size unknown".
+func lastLevelCache() string {
+	size := "size unknown"
+	for i := 0; ; i++ {
+		raw, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/size", i))
+		if err != nil {
+			return size
+		}
+		size = strings.TrimSpace(string(raw))
+		if kb, err := strconv.Atoi(strings.TrimSuffix(size, "K")); err == nil {
+			size = fmt.Sprintf("%d MiB", kb>>10)
+		}
+	}
 }
 
 // loadAvg is the first three fields of /proc/loadavg, or "unknown".
