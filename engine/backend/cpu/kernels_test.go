@@ -150,6 +150,33 @@ func TestLayerNorm(t *testing.T) {
 	checkFD(t, "db", bb.F32(), db.F32(), forward, 1e-2, 2e-3)
 }
 
+// TestLayerNormRowsAlike: a row normalised among others (four at a time, their variance
+// sums interleaved) comes out bit for bit as the same row normalised alone.
+func TestLayerNormRowsAlike(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(5, 6))
+	const n, ch = 37, 768
+	inp, w, b := randVec(r, n*ch, 1.5), randVec(r, ch, 1), randVec(r, ch, 1)
+	for i := range inp {
+		inp[i] += float32(i%ch) / ch // a different mean and spread in every row
+	}
+	bw, bb := buf(c, w), buf(c, b)
+	out, mean, rstd := c.Alloc(n*ch), c.Alloc(n), c.Alloc(n)
+	c.LayerNorm(out, mean, rstd, buf(c, inp), bw, bb, n, ch, 1e-5)
+	one, m1, r1 := c.Alloc(ch), c.Alloc(1), c.Alloc(1)
+	for i := range n {
+		c.LayerNorm(one, m1, r1, buf(c, inp[i*ch:(i+1)*ch]), bw, bb, 1, ch, 1e-5)
+		got := out.F32()[i*ch : (i+1)*ch]
+		for k, v := range one.F32() {
+			if math.Float32bits(v) != math.Float32bits(got[k]) {
+				t.Fatalf("row %d element %d: %g among the rows, %g alone", i, k, got[k], v)
+			}
+		}
+		if mean.F32()[i] != m1.F32()[0] || rstd.F32()[i] != r1.F32()[0] {
+			t.Fatalf("row %d: mean, rstd %g %g among the rows, %g %g alone", i, mean.F32()[i], rstd.F32()[i], m1.F32()[0], r1.F32()[0])
+		}
+	}
+}
+
 func TestMatMul(t *testing.T) {
 	// The second shape is large enough for the GEMMs to be split across workers.
 	for _, s := range []struct{ n, ch, oc int }{{7, 9, 11}, {37, 67, 131}, {131, 67, 37}} {

@@ -24,22 +24,63 @@ func (j *layerNormJob) run(_, lo, hi int) {
 		j.backwardRows(lo, hi)
 		return
 	}
-	c := j.c
-	for i := lo; i < hi; i++ {
-		x := j.inp[i*c : (i+1)*c]
-		m := float32(sum(x)) / float32(c)
-		var v float64
-		for _, xv := range x {
-			d := xv - m
-			v += float64(d * d)
-		}
-		r := float32(1 / math.Sqrt(v/float64(c)+float64(j.eps)))
-		o := j.out[i*c : (i+1)*c]
-		for k, xv := range x {
-			o[k] = (xv-m)*r*j.w[k] + j.b[k]
-		}
-		j.mean[i], j.rstd[i] = m, r
+	i := lo
+	for ; i+4 <= hi; i += 4 {
+		j.rows4(i)
 	}
+	for ; i < hi; i++ {
+		j.row(i)
+	}
+}
+
+// row normalises row i: its mean, its variance summed in float64 in element order, then the
+// output.
+func (j *layerNormJob) row(i int) {
+	c := j.c
+	x := j.inp[i*c : (i+1)*c]
+	m := float32(sum(x)) / float32(c)
+	var v float64
+	for _, xv := range x {
+		d := xv - m
+		v += float64(d * d)
+	}
+	j.finish(i, m, v)
+}
+
+// rows4 normalises rows i..i+3 as row does, their four variance sums interleaved: each is
+// the same chain of float64 additions in the same order, but four chains keep the adder busy
+// where one waits on each addition's latency (a decode step's LayerNorms took 3 ms).
+func (j *layerNormJob) rows4(i int) {
+	c := j.c
+	x0, x1, x2, x3 := j.inp[i*c:(i+1)*c], j.inp[(i+1)*c:(i+2)*c], j.inp[(i+2)*c:(i+3)*c], j.inp[(i+3)*c:(i+4)*c]
+	m0, m1, m2, m3 := float32(sum(x0))/float32(c), float32(sum(x1))/float32(c), float32(sum(x2))/float32(c), float32(sum(x3))/float32(c)
+	x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
+	var v0, v1, v2, v3 float64
+	for k, a := range x0 {
+		d0, d1, d2, d3 := a-m0, x1[k]-m1, x2[k]-m2, x3[k]-m3
+		v0 += float64(d0 * d0)
+		v1 += float64(d1 * d1)
+		v2 += float64(d2 * d2)
+		v3 += float64(d3 * d3)
+	}
+	j.finish(i, m0, v0)
+	j.finish(i+1, m1, v1)
+	j.finish(i+2, m2, v2)
+	j.finish(i+3, m3, v3)
+}
+
+// finish writes row i's output from its mean m and summed squared deviations v.
+func (j *layerNormJob) finish(i int, m float32, v float64) {
+	c := j.c
+	x := j.inp[i*c : (i+1)*c]
+	r := float32(1 / math.Sqrt(v/float64(c)+float64(j.eps)))
+	o := j.out[i*c : (i+1)*c]
+	w, b := j.w[:len(x)], j.b[:len(x)]
+	o = o[:len(x)]
+	for k, xv := range x {
+		o[k] = (xv-m)*r*w[k] + b[k]
+	}
+	j.mean[i], j.rstd[i] = m, r
 }
 
 func (j *layerNormJob) backwardRows(lo, hi int) {
