@@ -6,7 +6,7 @@
 //
 //	s_j = scale · q_h·k_{j,h}     channel e in lane e mod 16, fused multiply-adds in channel
 //	                             order, the lanes summed by a fixed tree (as gemm_small.c's dots)
-//	p   = softmax(s)              max; e^{s_j − max} (kernels.c's exp: the same operations in
+//	p   = softmax(s)              max; e^{s_j − max} (lanes.h's exp1: the same operations in
 //	                             every path); the sum with position j in lane j mod 16, the
 //	                             lanes summed by the same tree; each p_j = e_j · (1 / sum)
 //	out_h = Σ_j p_j v_{j,h}       per channel, fused multiply-adds in position order
@@ -17,17 +17,15 @@
 // lanes and trees): the tests check the vector code against it bit for bit.
 #include <immintrin.h>
 #include <math.h>
-#include <string.h>
 
 #include "kernels.h"
 #include "lanes.h"
 
-
 // No multiply and add fused into one rounding but the explicit ones: exp16 must round as
-// kernels.c's exp1 does.
+// lanes.h's exp1 does.
 #pragma GCC optimize("fp-contract=off")
 
-// kernels.c's exp1, operation for operation.
+// lanes.h's exp1, operation for operation.
 __attribute__((target("avx512f,avx512dq"))) static inline __m512 exp16(__m512 x) {
 	x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);
 	x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
@@ -162,30 +160,6 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 
 static inline float max_or_nan(float a, float b) { return b > a || b != b ? b : a; }
 
-// exp1 of kernels.c, repeated here so that this file stands alone.
-static float exp_ref(float x) {
-	x = EXP_LO > x ? EXP_LO : x;
-	x = EXP_HI < x ? EXP_HI : x;
-	float fl = floorf(x * LOG2E + 0.5f);
-	int n = (int)fl;
-	x = x - fl * C1;
-	x = x - fl * C2;
-	float z = x * x;
-	float y = P0;
-	y = y * x + P1;
-	y = y * x + P2;
-	y = y * x + P3;
-	y = y * x + P4;
-	y = y * x + P5;
-	y = y * z + x + 1.0f;
-	int n1 = n >> 1, n2 = n - n1;
-	float s1, s2;
-	int b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-	memcpy(&s1, &b1, 4);
-	memcpy(&s2, &b2, 4);
-	return y * s1 * s2;
-}
-
 void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                              const float *v2, long n2, long nh, long hd, long ld, float scale, float *s) {
 	long n = n1 + n2;
@@ -203,7 +177,7 @@ void rk_attention_decode_ref(float *out, const float *q, const float *k1, const 
 		for (long j = 0; j < n; j++) m = max_or_nan(m, sh[j]);
 		float l[16] = {0};
 		for (long j = 0; j < n; j++) {
-			sh[j] = exp_ref(sh[j] - m);
+			sh[j] = exp1(sh[j] - m);
 			l[j % 16] += sh[j];
 		}
 		float inv = 1.0f / tree16_ref(l);

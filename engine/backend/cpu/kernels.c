@@ -31,37 +31,6 @@ static int avx2(void) {
 int rk_has_avx2(void) { return avx2(); }
 void rk_set_avx2(int on) { avx2_enabled = on; }
 
-// Cephes' expf: range reduction by ln 2 in two parts, a degree-6 polynomial and scaling by
-// 2^n through the exponent bits; about 1 ulp over [-87.3, 88.7]. Inputs are clamped to that
-// range (callers only need x ≤ 0: softmax and tanh arguments); NaN stays NaN. The constants
-// are lanes.h's, shared with decode_attention.c's exp16.
-
-static inline float pow2i(int32_t n) {
-	int32_t b = (n + 127) << 23;
-	float f;
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static inline float exp1(float x) {
-	x = EXP_LO > x ? EXP_LO : x; // written so that NaN falls through, as max_ps(lo, x) does
-	x = EXP_HI < x ? EXP_HI : x;
-	float fl = floorf(x * LOG2E + 0.5f);
-	int32_t n = (int32_t)fl;
-	x = x - fl * C1;
-	x = x - fl * C2;
-	float z = x * x;
-	float y = P0;
-	y = y * x + P1;
-	y = y * x + P2;
-	y = y * x + P3;
-	y = y * x + P4;
-	y = y * x + P5;
-	y = y * z + x + 1.0f;
-	int32_t n1 = n >> 1;
-	return y * pow2i(n1) * pow2i(n - n1);
-}
-
 __attribute__((target("avx2"))) static inline __m256 exp8(__m256 x) {
 	x = _mm256_max_ps(_mm256_set1_ps(EXP_LO), x);
 	x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);

@@ -1,11 +1,14 @@
 // Shared by the C kernels of this package, so that every path rounds alike: the fixed tree
-// that sums sixteen float lanes, in AVX-512 and in portable C, and the constants of the
-// exponential (kernels.c's exp1, exp8 and decode_attention.c's exp16 are one algorithm at
-// three widths; the tests hold each to the scalar one bit for bit).
+// that sums sixteen float lanes, in AVX-512 and in portable C, and the exponential, scalar
+// (exp1) with its constants (kernels.c's exp8 and decode_attention.c's exp16 are the same
+// algorithm at eight and sixteen lanes; the tests hold each to exp1 bit for bit).
 #ifndef ROOKSCRIPT_LANES_H
 #define ROOKSCRIPT_LANES_H
 
 #include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 // Cephes' expf (kernels.c): exp(x) = 2^n · e^r, n = floor(x·log2 e + ½), r = x − n·ln 2 with
 // ln 2 = C1 + C2 in two parts, e^r by a degree-6 polynomial; inputs clamped to [EXP_LO, EXP_HI].
@@ -20,6 +23,40 @@
 #define P3 4.1665795894e-2f
 #define P4 1.6666665459e-1f
 #define P5 5.0000001201e-1f
+
+// exp1: Cephes' expf. Range reduction by ln 2 in two parts, a degree-6 polynomial and scaling
+// by 2^n through the exponent bits; about 1 ulp over [EXP_LO, EXP_HI]. Inputs are clamped to
+// that range (callers only need x ≤ 0: softmax and tanh arguments); NaN stays NaN. Contraction
+// is off for it, as in the files that call it: inlined into a function whose target has FMA,
+// a multiply and an add would otherwise round once.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+static inline float pow2i(int32_t n) {
+	int32_t b = (n + 127) << 23;
+	float f;
+	memcpy(&f, &b, 4);
+	return f;
+}
+
+static inline float exp1(float x) {
+	x = EXP_LO > x ? EXP_LO : x; // written so that NaN falls through, as max_ps(lo, x) does
+	x = EXP_HI < x ? EXP_HI : x;
+	float fl = floorf(x * LOG2E + 0.5f);
+	int32_t n = (int32_t)fl;
+	x = x - fl * C1;
+	x = x - fl * C2;
+	float z = x * x;
+	float y = P0;
+	y = y * x + P1;
+	y = y * x + P2;
+	y = y * x + P3;
+	y = y * x + P4;
+	y = y * x + P5;
+	y = y * z + x + 1.0f;
+	int32_t n1 = n >> 1;
+	return y * pow2i(n1) * pow2i(n - n1);
+}
+#pragma GCC pop_options
 
 // The lane tree of sixteen partial sums l: halves h[e] = l[e] + l[e+8], quarters
 // q[e] = h[e] + h[e+4], then (q0 + q2) + (q1 + q3).
