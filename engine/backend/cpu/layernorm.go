@@ -38,7 +38,7 @@ func (j *layerNormJob) run(_, lo, hi int) {
 func (j *layerNormJob) row(i int) {
 	c := j.c
 	x := j.inp[i*c : (i+1)*c]
-	m := float32(sum(x)) / float32(c)
+	m := rowMean(x)
 	var v float64
 	for _, xv := range x {
 		d := xv - m
@@ -53,7 +53,7 @@ func (j *layerNormJob) row(i int) {
 func (j *layerNormJob) rows4(i int) {
 	c := j.c
 	x0, x1, x2, x3 := j.inp[i*c:(i+1)*c], j.inp[(i+1)*c:(i+2)*c], j.inp[(i+2)*c:(i+3)*c], j.inp[(i+3)*c:(i+4)*c]
-	m0, m1, m2, m3 := float32(sum(x0))/float32(c), float32(sum(x1))/float32(c), float32(sum(x2))/float32(c), float32(sum(x3))/float32(c)
+	m0, m1, m2, m3 := rowMean(x0), rowMean(x1), rowMean(x2), rowMean(x3)
 	x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
 	var v0, v1, v2, v3 float64
 	for k, a := range x0 {
@@ -68,6 +68,9 @@ func (j *layerNormJob) rows4(i int) {
 	j.finish(i+2, m2, v2)
 	j.finish(i+3, m3, v3)
 }
+
+// rowMean is a row's mean: its float64 sum, rounded, over its length.
+func rowMean(x []float32) float32 { return float32(sum(x)) / float32(len(x)) }
 
 // finish writes row i's output from its mean m and summed squared deviations v.
 func (j *layerNormJob) finish(i int, m float32, v float64) {
