@@ -2,7 +2,6 @@ package luabind_test
 
 import (
 	"context"
-	"github.com/rookscript/rookscript/engine/checkpoint"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/luabind"
 )
 

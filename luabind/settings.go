@@ -3,13 +3,13 @@ package luabind
 import (
 	"errors"
 	"fmt"
-	"github.com/rookscript/rookscript/engine/checkpoint"
 	"reflect"
 	"slices"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/rookworld"
