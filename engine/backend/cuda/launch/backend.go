@@ -55,6 +55,11 @@ func (b *Backend) Name() string { return b.d.Name() }
 func (b *Backend) Driver() Driver { return b.d }
 
 // mem allocates n 4-byte elements; the device memory is freed when the Mem is unreachable.
+// Whatever passes its address to the driver keeps it reachable until the driver call is
+// issued (Arg.Mem, runtime.KeepAlive): Go may find a value unreachable after its last use,
+// and the cleanup would otherwise free the memory between taking the address and the
+// kernel reading it (the emulator, which runs a launch on threads of its own, read freed
+// memory that way). The driver's Free waits for the device's pending work.
 func (b *Backend) mem(n int, zero bool) *backend.Mem {
 	m := &backend.Mem{Len: n}
 	if n > 0 {
@@ -89,29 +94,31 @@ func addrI(x backend.I32) uintptr { return x.M.Dev + 4*uintptr(x.Off) }
 
 // Kernel arguments.
 
+// A buffer's argument carries its Mem, which launch keeps reachable until the launch is
+// issued; the raw addresses (argD, argPF, argPI) are of scratch memory the backend holds.
 func argF(x backend.Buf) Arg {
 	if x.Nil() {
-		return Arg{0, 'F'}
+		return Arg{Kind: 'F'}
 	}
-	return Arg{uint64(addrF(x)), 'F'}
+	return Arg{Bits: uint64(addrF(x)), Kind: 'F', Mem: x.M}
 }
 
 func argI(x backend.I32) Arg {
 	if x.M == nil {
-		return Arg{0, 'I'}
+		return Arg{Kind: 'I'}
 	}
-	return Arg{uint64(addrI(x)), 'I'}
+	return Arg{Bits: uint64(addrI(x)), Kind: 'I', Mem: x.M}
 }
-func argD(p uintptr) Arg   { return Arg{uint64(p), 'D'} }
-func argPF(p uintptr) Arg  { return Arg{uint64(p), 'F'} }
-func argPI(p uintptr) Arg  { return Arg{uint64(p), 'I'} }
-func argL(v int) Arg       { return Arg{uint64(int64(v)), 'l'} }
-func argF32(v float32) Arg { return Arg{uint64(math.Float32bits(v)), 'f'} }
+func argD(p uintptr) Arg   { return Arg{Bits: uint64(p), Kind: 'D'} }
+func argPF(p uintptr) Arg  { return Arg{Bits: uint64(p), Kind: 'F'} }
+func argPI(p uintptr) Arg  { return Arg{Bits: uint64(p), Kind: 'I'} }
+func argL(v int) Arg       { return Arg{Bits: uint64(int64(v)), Kind: 'l'} }
+func argF32(v float32) Arg { return Arg{Bits: uint64(math.Float32bits(v)), Kind: 'f'} }
 func argInt(v int) Arg {
 	if v < math.MinInt32 || v > math.MaxInt32 {
 		panic(fmt.Sprintf("cuda: kernel argument %d does not fit in an int", v))
 	}
-	return Arg{uint64(uint32(int32(v))), 'i'}
+	return Arg{Bits: uint64(uint32(int32(v))), Kind: 'i'}
 }
 
 // launch checks the arguments against the kernel's signature and launches it.
@@ -128,6 +135,7 @@ func (b *Backend) launch(k kernels.Kernel, grid, block Dim, shared int, args ...
 		panic(fmt.Sprintf("cuda: %s needs %d bytes of shared memory, more than %d", k.Name, shared, maxShared))
 	}
 	b.d.Launch(k, grid, block, shared, args)
+	runtime.KeepAlive(args) // the buffers behind the arguments (Arg.Mem)
 }
 
 // rowBlock is the block size of a block reduction over n elements: about eight elements per
@@ -181,6 +189,7 @@ func (b *Backend) Upload(dst backend.Buf, src []float32) {
 	}
 	if len(src) > 0 {
 		b.d.HtoD(addrF(dst), unsafe.Pointer(&src[0]), 4*len(src))
+		runtime.KeepAlive(dst.M)
 	}
 }
 
@@ -190,6 +199,7 @@ func (b *Backend) Download(dst []float32, src backend.Buf) {
 	}
 	if len(dst) > 0 {
 		b.d.DtoH(unsafe.Pointer(&dst[0]), addrF(src), 4*len(dst))
+		runtime.KeepAlive(src.M)
 	}
 }
 
@@ -199,6 +209,7 @@ func (b *Backend) UploadI32(dst backend.I32, src []int32) {
 	}
 	if len(src) > 0 {
 		b.d.HtoD(addrI(dst), unsafe.Pointer(&src[0]), 4*len(src))
+		runtime.KeepAlive(dst.M)
 	}
 }
 
@@ -348,11 +359,15 @@ func (b *Backend) accumulate(dst backend.Buf, partial uintptr, chunks, ld, ncols
 // Matrix products. cuBLAS is column-major: a row-major (r, c) matrix is the column-major
 // (c, r) matrix with the same leading dimension, so row-major C = op(A)·op(B) is computed as
 // column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. Sgemm with the operands (and their shapes) swapped.
-func (b *Backend) gemmRowMajor(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, bm uintptr, ldb int, beta float32, c uintptr, ldc int) {
+// The buffers stay reachable until the call is issued (see Backend.mem).
+func (b *Backend) gemmRowMajor(transA, transB bool, m, n, k int, alpha float32, a backend.Buf, lda int, bm backend.Buf, ldb int, beta float32, c backend.Buf, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
-	b.d.Sgemm(transB, transA, n, m, k, alpha, bm, ldb, a, lda, beta, c, ldc)
+	b.d.Sgemm(transB, transA, n, m, k, alpha, addrF(bm), ldb, addrF(a), lda, beta, addrF(c), ldc)
+	runtime.KeepAlive(a.M)
+	runtime.KeepAlive(bm.M)
+	runtime.KeepAlive(c.M)
 }
 
 func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
@@ -368,7 +383,7 @@ func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
 		beta = 1
 	}
 	// out = inp·wᵀ (+ the broadcast bias).
-	b.gemmRowMajor(false, true, n, oc, c, 1, addrF(inp), c, addrF(w), c, beta, addrF(out), oc)
+	b.gemmRowMajor(false, true, n, oc, c, 1, inp, c, w, c, beta, out, oc)
 }
 
 func (b *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, c, oc int) {
@@ -381,10 +396,10 @@ func (b *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, c
 	if !dinp.Nil() {
 		need("MatMulBackward dinp", dinp, n*c)
 		// dinp = dout·w
-		b.gemmRowMajor(false, false, n, c, oc, 1, addrF(dout), oc, addrF(w), c, 0, addrF(dinp), c)
+		b.gemmRowMajor(false, false, n, c, oc, 1, dout, oc, w, c, 0, dinp, c)
 	}
 	// dw += doutᵀ·inp
-	b.gemmRowMajor(true, false, oc, c, n, 1, addrF(dout), oc, addrF(inp), c, 1, addrF(dw), c)
+	b.gemmRowMajor(true, false, oc, c, n, 1, dout, oc, inp, c, 1, dw, c)
 	if !dbias.Nil() && n > 0 {
 		need("MatMulBackward dbias", dbias, oc)
 		const block = 256

@@ -3,6 +3,7 @@ package launch
 import (
 	"unsafe"
 
+	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
 )
 
@@ -44,4 +45,7 @@ func D1(x int) Dim { return Dim{x, 1, 1} }
 type Arg struct {
 	Bits uint64
 	Kind byte
+	// Mem is the buffer a pointer argument points into, if any: the backend keeps it
+	// reachable until the launch is issued, so that its memory is not freed meanwhile.
+	Mem *backend.Mem
 }
