@@ -77,6 +77,11 @@ type Backend interface {
 
 	// MatMul: out[n,oc] = inp[n,c]·w[oc,c]ᵀ + bias (bias may be Nil).
 	MatMul(out, inp, w, bias Buf, n, c, oc int)
+	// MatMulAdd: out[n,oc] = res + (inp·wᵀ + bias), a projection and the residual add after
+	// it (bias may be Nil; res is not out), rounded as MatMul followed by Add.
+	MatMulAdd(out, res, inp, w, bias Buf, n, c, oc int)
+	// MatMulGELU: pre[n,oc] = inp·wᵀ + bias, and out = GELU(pre), as MatMul followed by GELU.
+	MatMulGELU(pre, out, inp, w, bias Buf, n, c, oc int)
 	// MatMulBackward: dinp[n,c] = dout·w (overwritten), dw += doutᵀ·inp, dbias += Σ rows
 	// of dout (dbias may be Nil). dinp may be Nil when the input needs no gradient.
 	MatMulBackward(dinp, dw, dbias, dout, inp, w Buf, n, c, oc int)

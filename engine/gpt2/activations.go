@@ -25,7 +25,6 @@ type activations struct {
 	lnf     backend.Buf // (n, C)
 	lnfMean backend.Buf // (n)
 	lnfRstd backend.Buf // (n)
-	proj    backend.Buf // (n, C) scratch: an attention or MLP projection before the residual add
 
 	headIn backend.Buf // (r, C) final LayerNorm output at the scored rows
 	logits backend.Buf // (headRows, V) one chunk of the head; overwritten by its dlogits in the backward
@@ -68,9 +67,9 @@ type layerActs struct {
 // layerFloats is one layer's saved activations per row.
 func layerFloats(cfg Config) int { return 16*cfg.Channels + 4 + cfg.NumHeads }
 
-// trunkFloats is what the trunk holds per row besides the layers: the embeddings, the final
-// LayerNorm (output, mean, rstd) and the projection scratch; plus tok, pos, slot (int32).
-func trunkFloats(cfg Config) int { return 3*cfg.Channels + 2 + 3 }
+// trunkFloats is what the trunk holds per row besides the layers: the embeddings and the final
+// LayerNorm (output, mean, rstd); plus tok, pos, slot (int32).
+func trunkFloats(cfg Config) int { return 2*cfg.Channels + 2 + 3 }
 
 // scoredFloats is what the head holds per scored row: its input and five per-row values,
 // plus the row index and target (int32).
@@ -146,7 +145,6 @@ func (m *Model) ensureActs(n, r int, train bool) *activations {
 		})
 	}
 	a.lnf, a.lnfMean, a.lnfRstd = b.Alloc(n*c), b.Alloc(n), b.Alloc(n)
-	a.proj = b.Alloc(n * c)
 	r1 := max(r, 1)
 	a.rows, a.targets = b.AllocI32(r1), b.AllocI32(r1)
 	a.headIn = b.Alloc(r1 * c)
@@ -159,7 +157,7 @@ func (m *Model) ensureActs(n, r int, train bool) *activations {
 
 // floats is about the number of floats the activations hold (for deciding when to collect).
 func (a *activations) floats() int {
-	s := a.encoded.N + a.lnf.N + a.proj.N + a.headIn.N + a.logits.N + 14*a.dres.N
+	s := a.encoded.N + a.lnf.N + a.headIn.N + a.logits.N + 14*a.dres.N
 	for _, l := range a.layers {
 		s += 16 * l.ln1.N
 	}

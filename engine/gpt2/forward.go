@@ -179,13 +179,10 @@ func (m *Model) trunk(a *activations, n int, kv *KVCache, decode, save bool) {
 		} else {
 			bk.Attention(la.attY, la.attLse, la.qkv, a.pack, nh, c)
 		}
-		bk.MatMul(a.proj, la.attY, w.attprojw, w.attprojb, n, c, c)
-		bk.Add(la.res2.Slice(0, n*c), residual.Slice(0, n*c), a.proj.Slice(0, n*c))
+		bk.MatMulAdd(la.res2, residual, la.attY, w.attprojw, w.attprojb, n, c, c)
 		bk.LayerNorm(la.ln2, la.ln2Mean, la.ln2Rstd, la.res2, w.ln2w, w.ln2b, n, c, cfg.LayerNormE)
-		bk.MatMul(la.fch, la.ln2, w.fcw, w.fcb, n, c, 4*c)
-		bk.GELU(la.fchG.Slice(0, n*4*c), la.fch.Slice(0, n*4*c))
-		bk.MatMul(a.proj, la.fchG, w.fcprojw, w.fcprojb, n, 4*c, c)
-		bk.Add(la.res3.Slice(0, n*c), la.res2.Slice(0, n*c), a.proj.Slice(0, n*c))
+		bk.MatMulGELU(la.fch, la.fchG, la.ln2, w.fcw, w.fcb, n, c, 4*c)
+		bk.MatMulAdd(la.res3, la.res2, la.fchG, w.fcprojw, w.fcprojb, n, 4*c, c)
 		residual = la.res3
 	}
 	bk.LayerNorm(a.lnf, a.lnfMean, a.lnfRstd, residual, p.lnfw, p.lnfb, n, c, cfg.LayerNormE)

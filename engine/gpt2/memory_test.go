@@ -17,12 +17,12 @@ func TestFootprintParts(t *testing.T) {
 	if want := int64(4 * 64 * (2*50257 + 768 + 1)); f.Sampling != want {
 		t.Errorf("sampling %d, want %d", f.Sampling, want)
 	}
-	perRow := int64(4 * (12*(16*768+4+12) + 3*768 + 5))
+	perRow := int64(4 * (12*(16*768+4+12) + 2*768 + 5))
 	if f.Activations != 2304*perRow {
 		t.Errorf("training activations %d, want %d", f.Activations, 2304*perRow)
 	}
 	s := c.Footprint(Use{Rows: 2304, Scored: 1024})
-	if want := int64(2304 * 4 * ((16*768 + 4 + 12) + 3*768 + 5)); s.Activations != want || s.Grads != 0 || s.Backward != 0 {
+	if want := int64(2304 * 4 * ((16*768 + 4 + 12) + 2*768 + 5)); s.Activations != want || s.Grads != 0 || s.Backward != 0 {
 		t.Errorf("scoring: activations %d (want %d), grads %d, backward %d", s.Activations, want, s.Grads, s.Backward)
 	}
 	if want := int64(4 * (1024*(768+7) + 320*50257)); s.Head != want {

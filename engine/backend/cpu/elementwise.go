@@ -61,6 +61,11 @@ func (j *ewJob) run(_, lo, hi int) {
 func (c *CPU) elementwise(op ewOp, o, a, b []float32, s float32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.runEW(op, o, a, b, s)
+}
+
+// runEW runs one op over o; the caller holds c.mu.
+func (c *CPU) runEW(op ewOp, o, a, b []float32, s float32) {
 	c.ew = ewJob{op: op, o: o, a: a, b: b, s: s}
 	c.pool.run(&c.ew, len(o), ewGrain)
 	c.ew = ewJob{}

@@ -1,6 +1,7 @@
-// A GEMM without packing: out = a·wᵀ (+ out), a (m, k), w (n, k), both row-major — a linear
-// layer's forward, y = x·wᵀ, for a decode step (one token per sequence), an LM-head chunk or
-// a training batch.
+// A GEMM without packing: out = a·wᵀ (+ bias, + a residual), a (m, k), w (n, k), both
+// row-major — a linear layer's forward, y = x·wᵀ + b, for a decode step (one token per
+// sequence), an LM-head chunk or a training batch; with a residual, a block's projection and
+// the residual add after it in one pass over the output.
 //
 // OpenBLAS packs the weight matrix into its panel layout on every call; at a few dozen rows
 // that copy costs as much as the multiplication, and a decode step does it for every weight
@@ -34,15 +35,16 @@ int rk_has_avx512(void) {
 // One tile: MR rows of a (at a, stride lda) by NR rows of w (at w, stride ldw), over k
 // elements that are one block of the whole product's: the first block starts the
 // accumulators, a later one resumes them from lanes (MR·NR·16 floats), a block that is not
-// the last leaves them there, and the last one writes the sums (each after bias[j] when there
-// is a bias) into out (stride ldo), or adds them to it with acc. The lanes see the same fused
+// the last leaves them there, and the last one writes the sums into out (stride ldo), each as
+// res[i][j] + (bias[j] + sum) when there is a residual res (same stride; it may be out) and a
+// bias. The lanes see the same fused
 // multiply-adds in the same order however k is blocked. MR and NR are constants at every call
 // site, so the loops unroll.
 #define UNROLL _Pragma("GCC unroll 8")
 
 #define TILE(MR, NR)                                                                                                  \
 	__attribute__((target("avx512f,avx512dq"))) static void tile_##MR##x##NR(                                       \
-	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, int acc, const float *bias, \
+	    float *out, const float *a, const float *w, long k, long lda, long ldw, long ldo, const float *res, const float *bias, \
 	    float *lanes, int first, int last, const char *pf, long npf) {                                          \
 		__m512 s[MR][NR];                                                                                       \
 		long per = (npf + k / 16) / (k / 16 + 1); /* prefetches per vector step, all issued by the end */     \
@@ -80,13 +82,13 @@ int rk_has_avx512(void) {
 				__m128 r = tree16x4(s[i][j], s[i][j + 1 < NR ? j + 1 : 0], s[i][j + 2 < NR ? j + 2 : 0],      \
 				                    s[i][j + 3 < NR ? j + 3 : 0]);                                      \
 				if (bias) r = _mm_add_ps(_mm_loadu_ps(bias + j), r);                                        \
-				if (acc) r = _mm_add_ps(_mm_loadu_ps(out + i * ldo + j), r);                                \
+				if (res) r = _mm_add_ps(_mm_loadu_ps(res + i * ldo + j), r);                                \
 				_mm_storeu_ps(out + i * ldo + j, r);                                                        \
 			}                                                                                               \
 			UNROLL for (; j < NR; j++) {                                                                           \
 				float r = tree16(s[i][j]);                                                              \
 				if (bias) r = bias[j] + r;                                                              \
-				out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;                                      \
+				out[i * ldo + j] = res ? res[i * ldo + j] + r : r;                                      \
 			}                                                                                               \
 		}                                                                                                       \
 	}
@@ -108,7 +110,8 @@ TILE(3, 1)
 TILE(2, 1)
 TILE(1, 1)
 
-typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, int, const float *, float *, int,
+typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, const float *, const float *,
+                        float *, int,
                         int, const char *, long);
 static const tile_fn tiles6[5] = {0, tile_1x6, tile_2x6, tile_3x6, tile_4x6};
 static const tile_fn tiles4[7] = {0, tile_1x4, tile_2x4, tile_3x4, tile_4x4, tile_5x4, tile_6x4};
@@ -132,7 +135,7 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *tiles, int mr, int nr, float *out,
                                                                  const float *a, const float *w, long i0, long i1,
                                                                  long j, long j1, long k, long kc, long lda,
-                                                                 long ldw, long ldo, int acc,
+                                                                 long ldw, long ldo, const float *res,
                                                                  const float *bias, float (*lanes)[24 * 16]) {
 	// The next group's rows, as one run of cache lines from the first's start to the last's end
 	// (exactly its rows when ldw = k, as for a model's weights).
@@ -148,7 +151,7 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 			for (long i = i0, t = 0; i < i1; i += mr, t++) {
 				long n = q + share < total ? share : total - q;
 				long m = i1 - i < mr ? i1 - i : mr;
-				tiles[m](out + i * ldo + j, a + i * lda + k0, w + j * ldw + k0, kn, lda, ldw, ldo, acc,
+				tiles[m](out + i * ldo + j, a + i * lda + k0, w + j * ldw + k0, kn, lda, ldw, ldo, res ? res + i * ldo + j : 0,
 				         bias ? bias + j : 0, lanes[t % KBLOCK_TILES], first, last, next ? next + q * 64 : 0, n);
 				q += n;
 			}
@@ -166,7 +169,7 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 // left in 4s, then one by one.
 __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const float *a, const float *w, long m,
                                                               long j0, long j1, long k, long lda, long ldw, long ldo,
-                                                              int acc, const float *bias) {
+                                                              const float *res, const float *bias) {
 	long kc = k > KBLOCK_MIN ? KBLOCK : (k > 0 ? k : 1);
 	long mb = (1536 * 1024 / 4 / (k > 0 ? k : 1)) / 12 * 12;
 	if (mb < 12) mb = 12;
@@ -175,26 +178,27 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 	for (long i0 = 0; i0 < m; i0 += mb) {
 		long i1 = i0 + mb < m ? i0 + mb : m;
 		long j = j0;
-		if (kc >= k) j = groups(tiles6, 4, 6, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, acc, bias, lanes);
-		j = groups(tiles4, 6, 4, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, acc, bias, lanes);
+		if (kc >= k) j = groups(tiles6, 4, 6, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, res, bias, lanes);
+		j = groups(tiles4, 6, 4, out, a, w, i0, i1, j, j1, k, kc, lda, ldw, ldo, res, bias, lanes);
 		for (; j < j1; j++)
 			for (long i = i0; i < i1; i += 6) {
 				long mr = i1 - i < 6 ? i1 - i : 6;
-				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, acc, bias ? bias + j : 0,
+				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, res ? res + i * ldo + j : 0,
+				           bias ? bias + j : 0,
 				           lanes[0], 1, 1, 0, 0);
 			}
 	}
 }
 
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
-                    long ldo, int acc, const float *bias) {
+                    long ldo, const float *res, const float *bias) {
 	for (long i = 0; i < m; i++)
 		for (long j = j0; j < j1; j++) {
 			float l[16] = {0};
 			for (long kk = 0; kk < k; kk++) l[kk % 16] = fmaf(a[i * lda + kk], w[j * ldw + kk], l[kk % 16]);
 			float r = tree16_ref(l);
 			if (bias) r = bias[j] + r;
-			out[i * ldo + j] = acc ? out[i * ldo + j] + r : r;
+			out[i * ldo + j] = res ? res[i * ldo + j] + r : r;
 		}
 }
 

@@ -32,7 +32,7 @@ func BenchmarkGemmSmall(b *testing.B) {
 			name string
 			f    func()
 		}{
-			{"small", func() { cGemmNT(out, a, w, nil, s.m, 0, s.n, s.k, s.k, s.k, s.n, false, false) }},
+			{"small", func() { cGemmNT(out, nil, a, w, nil, s.m, 0, s.n, s.k, s.k, s.k, s.n, false) }},
 			{"openblas", func() { sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, w, s.k, 0, out, s.n) }},
 		} {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", v.name, s.m, s.k, s.n), func(b *testing.B) {
@@ -50,9 +50,9 @@ func BenchmarkGemmSmall(b *testing.B) {
 
 // TestGemmNTMatchesReference: the AVX-512 kernel and its portable C arithmetic agree bit for
 // bit, on shapes with ragged row tiles, column tiles and a masked last vector, for column
-// ranges that start anywhere, overwriting and accumulating, with a bias and without; k above the blocking threshold
-// (whole blocks, a ragged last block, a last block of one masked vector) and more rows than
-// one row block holds at that k.
+// ranges that start anywhere, with and without a bias and a residual (a buffer of its own, or
+// the output itself); k above the blocking threshold (whole blocks, a ragged last block, a
+// last block of one masked vector) and more rows than one row block holds at that k.
 func TestGemmNTMatchesReference(t *testing.T) {
 	if !hasAVX512() {
 		t.Skip("processor has no AVX-512: MatMul runs OpenBLAS")
@@ -63,16 +63,25 @@ func TestGemmNTMatchesReference(t *testing.T) {
 		{64, 3072, 9, 0, 9}, {11, 1537, 13, 2, 13}, {8, 2311, 6, 1, 6}, {130, 1800, 5, 0, 5},
 	} {
 		a, w := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1)
-		for _, v := range []struct{ acc, bias bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
-			acc := v.acc
+		for _, v := range []struct {
+			res  string // "", "own" or "out"
+			bias bool
+		}{{"", false}, {"own", false}, {"out", false}, {"", true}, {"own", true}, {"out", true}} {
 			var bias []float32
 			if v.bias {
 				bias = randVec(r, s.n, 1)
 			}
-			base := randVec(r, s.m*s.n, 1)
+			base, own := randVec(r, s.m*s.n, 1), randVec(r, s.m*s.n, 1)
 			vec, ref := append([]float32(nil), base...), append([]float32(nil), base...)
-			cGemmNT(vec, a, w, bias, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, false)
-			cGemmNT(ref, a, w, bias, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, acc, true)
+			resVec, resRef := []float32(nil), []float32(nil)
+			switch v.res {
+			case "own":
+				resVec, resRef = own, own
+			case "out":
+				resVec, resRef = vec, ref
+			}
+			cGemmNT(vec, resVec, a, w, bias, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, false)
+			cGemmNT(ref, resRef, a, w, bias, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, true)
 			for i := range vec {
 				if math.Float32bits(vec[i]) != math.Float32bits(ref[i]) {
 					t.Fatalf("%+v %+v: element %d = %v, portable %v", s, v, i, vec[i], ref[i])
@@ -82,6 +91,29 @@ func TestGemmNTMatchesReference(t *testing.T) {
 				for j := range s.n {
 					if (j < s.j0 || j >= s.j1) && vec[i*s.n+j] != base[i*s.n+j] {
 						t.Fatalf("%+v: column %d outside [%d, %d) was written", s, j, s.j0, s.j1)
+					}
+				}
+			}
+			if v.res == "" && !v.bias {
+				continue
+			}
+			// The fused residual and bias round as a separate pass would: res + (bias + a·w).
+			plain := append([]float32(nil), base...)
+			cGemmNT(plain, nil, a, w, nil, s.m, s.j0, s.j1, s.k, s.k, s.k, s.n, true)
+			for i := range s.m {
+				for j := s.j0; j < s.j1; j++ {
+					x := plain[i*s.n+j]
+					if bias != nil {
+						x = bias[j] + x
+					}
+					switch v.res {
+					case "own":
+						x = own[i*s.n+j] + x
+					case "out":
+						x = base[i*s.n+j] + x
+					}
+					if math.Float32bits(x) != math.Float32bits(vec[i*s.n+j]) {
+						t.Fatalf("%+v %+v: element (%d, %d) = %v, the separate passes give %v", s, v, i, j, vec[i*s.n+j], x)
 					}
 				}
 			}
@@ -155,5 +187,44 @@ func TestBLASKernelsForTheProcessor(t *testing.T) {
 	}
 	if core := blasCoreName(); hasAVX2() && strings.EqualFold(core, "prescott") {
 		t.Fatalf("OpenBLAS runs its %s kernels on a processor with AVX2", core)
+	}
+}
+
+// TestMatMulFusedAsSeparate: MatMulAdd and MatMulGELU give bit for bit what MatMul followed by
+// Add or GELU gives, through the packing-free kernel (whose parts fuse them) and through
+// OpenBLAS (which leaves them to a separate pass), at thread counts that split the columns
+// differently.
+func TestMatMulFusedAsSeparate(t *testing.T) {
+	defer func() { useNT = hasAVX512() }()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, s := range []struct{ n, ch, oc int }{{5, 9, 7}, {64, 768, 768}, {64, 3072, 768}, {64, 768, 3072}, {ntMaxRows + 1, 67, 300}} {
+		inp, w, b, res := randVec(r, s.n*s.ch, 1), randVec(r, s.oc*s.ch, 1), randVec(r, s.oc, 1), randVec(r, s.n*s.oc, 1)
+		for _, nt := range []bool{false, true} {
+			if nt && !hasAVX512() {
+				continue
+			}
+			for _, threads := range []int{1, 3} {
+				useNT = nt
+				c := New(threads)
+				x, wb, bb := buf(c, inp), buf(c, w), buf(c, b)
+				plain, act, want := c.Alloc(s.n*s.oc), c.Alloc(s.n*s.oc), c.Alloc(s.n*s.oc)
+				c.MatMul(plain, x, wb, bb, s.n, s.ch, s.oc)
+				c.GELU(act, plain)
+				c.Add(want, buf(c, res), plain)
+
+				got := c.Alloc(s.n * s.oc)
+				c.MatMulAdd(got, buf(c, res), x, wb, bb, s.n, s.ch, s.oc)
+				pre, gelu := c.Alloc(s.n*s.oc), c.Alloc(s.n*s.oc)
+				c.MatMulGELU(pre, gelu, x, wb, bb, s.n, s.ch, s.oc)
+				for _, v := range []struct {
+					name      string
+					got, want []float32
+				}{{"MatMulAdd", got.F32(), want.F32()}, {"MatMulGELU's product", pre.F32(), plain.F32()}, {"MatMulGELU", gelu.F32(), act.F32()}} {
+					if i := firstDiff(v.got, v.want); i >= 0 {
+						t.Fatalf("%+v nt %v threads %d: %s element %d = %v, the separate passes give %v", s, nt, threads, v.name, i, v.got[i], v.want[i])
+					}
+				}
+			}
+		}
 	}
 }

@@ -90,6 +90,10 @@ void rk_gelu(float *out, const float *x, long n) {
 	}
 }
 
+void rk_gelu_rows(float *out, const float *x, long m, long cols, long ld) {
+	for (long i = 0; i < m; i++) rk_gelu(out + i * ld, x + i * ld, cols);
+}
+
 __attribute__((target("avx2"))) static void gelu_backward_avx2(float *dinp, const float *x, const float *dout, long n, long *done) {
 	const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
 	long i = 0;

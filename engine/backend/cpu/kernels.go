@@ -16,6 +16,15 @@ func fptr(x []float32) *C.float { return (*C.float)(unsafe.Pointer(unsafe.SliceD
 
 func cGELU(out, x []float32) { C.rk_gelu(fptr(out), fptr(x), C.long(len(out))) }
 
+// cGELURows: out = gelu(x) over m rows of cols elements at row stride ld (both).
+func cGELURows(out, x []float32, m, cols, ld int) {
+	if m == 0 || cols == 0 {
+		return
+	}
+	n := (m-1)*ld + cols
+	C.rk_gelu_rows(fptr(out[:n]), fptr(x[:n]), C.long(m), C.long(cols), C.long(ld))
+}
+
 func cGELUBackward(dinp, x, dout []float32) {
 	C.rk_gelu_backward(fptr(dinp), fptr(x), fptr(dout), C.long(len(dinp)))
 }
@@ -85,21 +94,25 @@ func cColSums(acc, x []float32, n, ld int) {
 	C.rk_col_sums(fptr(acc), fptr(x[:(n-1)*ld+len(acc)]), C.long(n), C.long(ld), C.long(len(acc)))
 }
 
-// cGemmNT computes out[i][j] (+)= bias[j] + a[i]·w[j] for i < m, j0 <= j < j1 (gemm_small.c),
-// bias nil for none; ref selects the portable arithmetic instead of the AVX-512 kernel.
-func cGemmNT(out, a, w, bias []float32, m, j0, j1, k, lda, ldw, ldo int, acc, ref bool) {
+// cGemmNT computes out[i][j] = res[i][j] + (bias[j] + a[i]·w[j]) for i < m, j0 <= j < j1
+// (gemm_small.c), res and bias nil for none (res has out's row stride and may be out); ref
+// selects the portable arithmetic instead of the AVX-512 kernel.
+func cGemmNT(out, res, a, w, bias []float32, m, j0, j1, k, lda, ldw, ldo int, ref bool) {
 	if m == 0 || j1 <= j0 {
 		return
 	}
-	var b *C.float
+	var b, r *C.float
 	if bias != nil {
 		b = fptr(bias)
 	}
+	if res != nil {
+		r = fptr(res)
+	}
 	if ref {
-		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc), b)
+		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), r, b)
 		return
 	}
-	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), cBool(acc), b)
+	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), r, b)
 }
 
 func cBool(b bool) C.int {

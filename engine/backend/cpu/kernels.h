@@ -4,6 +4,8 @@
 
 // out = gelu(x), tanh approximation.
 void rk_gelu(float *out, const float *x, long n);
+// rk_gelu over m rows of cols elements, row stride ld (out's and x's).
+void rk_gelu_rows(float *out, const float *x, long m, long cols, long ld);
 // dinp = gelu'(x)·dout.
 void rk_gelu_backward(float *dinp, const float *x, const float *dout, long n);
 // One AdamW update (torch.optim.AdamW arithmetic) over n elements.
@@ -50,14 +52,15 @@ void rk_attention_dscores(float *dp, const float *p, long t, long w, long n0, co
 // acc[c] += Σ_i x[i·ld + c] for c < cols, each column summed over its n rows in order.
 void rk_col_sums(float *acc, const float *x, long n, long ld, long cols);
 
-// out[i][j] = bias[j] + Σ_k a[i][k]·w[j][k] (bias may be NULL; the sum added to out when acc is
-// set) for rows i < m and columns j0 <= j < j1; row strides lda, ldw, ldo (gemm_small.c).
+// out[i][j] = res[i][j] + (bias[j] + Σ_k a[i][k]·w[j][k]) for rows i < m and columns
+// j0 <= j < j1; row strides lda, ldw, ldo (res has out's; it may be out itself). res and bias
+// may be NULL for none (gemm_small.c).
 // rk_gemm_nt needs AVX-512 (rk_has_avx512); rk_gemm_nt_ref is its arithmetic in portable C,
 // bit for bit.
 void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
-                long ldo, int acc, const float *bias);
+                long ldo, const float *res, const float *bias);
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
-                    long ldo, int acc, const float *bias);
+                    long ldo, const float *res, const float *bias);
 int rk_has_avx512(void);
 // Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
 // Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.

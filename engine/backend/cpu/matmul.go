@@ -90,28 +90,34 @@ func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32,
 // output columns [p·size, (p+1)·size), reading only its rows of w.
 type ntJob struct {
 	out, a, w     []float32
-	bias          []float32 // nil: none
+	res, bias     []float32 // nil: none
+	gelu          []float32 // not nil: gelu(out) is written here too, a part at a time
 	m, n, k       int
 	lda, ldw, ldo int
 	size          int
-	acc           bool
 }
 
 func (j *ntJob) run(_, lo, hi int) {
 	for p := lo; p < hi; p++ {
 		j0, j1 := p*j.size, min(j.n, (p+1)*j.size)
-		cGemmNT(j.out, j.a, j.w, j.bias, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, j.acc, false)
+		cGemmNT(j.out, j.res, j.a, j.w, j.bias, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, false)
+		if j.gelu != nil {
+			// While the part's output is still in this worker's cache; GELU is elementwise,
+			// so the part boundaries change no number.
+			cGELURows(j.gelu[j0:], j.out[j0:], j.m, j1-j0, j.ldo)
+		}
 	}
 }
 
-// nt computes out (m, n; row stride ldo) = bias + a·wᵀ (+ out when acc; bias nil for none), a
-// (m, k) and w (n, k) of row strides lda and ldw, on the pool: each part a run of columns
+// nt computes out (m, n; row stride ldo) = res + (bias + a·wᵀ) (res and bias nil for none; res
+// has out's stride and may be out), a (m, k) and w (n, k) of row strides lda and ldw, and
+// with gelu also gelu(out) into gelu (out's stride), on the pool: each part a run of columns
 // (whole tiles of the kernel), several parts per worker once there are 4 grains of columns
 // per worker, so that a worker slowed by the rest of the machine, or woken late, holds up less.
 // With one part per worker, a decode step's two 768-column products ran at 160-176 GFLOP/s
 // against 200-233 for the wider ones, and the step took 5% longer. A column's result does not
 // depend on the split.
-func (c *CPU) nt(out, a, w, bias []float32, m, n, k, lda, ldw, ldo int, acc bool) {
+func (c *CPU) nt(out, res, a, w, bias, gelu []float32, m, n, k, lda, ldw, ldo int) {
 	parts := c.pool.workers
 	if m*n*k < gemmMinWork {
 		parts = 1
@@ -120,7 +126,7 @@ func (c *CPU) nt(out, a, w, bias []float32, m, n, k, lda, ldw, ldo int, acc bool
 	}
 	size := (n + parts - 1) / parts
 	size = (size + ntColumns - 1) / ntColumns * ntColumns
-	c.ntj = ntJob{out: out, a: a, w: w, bias: bias, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size, acc: acc}
+	c.ntj = ntJob{out: out, res: res, a: a, w: w, bias: bias, gelu: gelu, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size}
 	c.pool.run(&c.ntj, (n+size-1)/size, 1)
 	c.ntj = ntJob{}
 }
@@ -145,7 +151,38 @@ const ntColumns = 64
 func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o := out.F32()[:n*oc]
+	c.matMul(out.F32()[:n*oc], nil, nil, inp, w, bias, n, ch, oc)
+}
+
+// MatMulAdd fuses the residual add into the product's stores where the packing-free kernel
+// runs: res + (bias + sum), rounded as the two passes round it.
+func (c *CPU) MatMulAdd(out, res, inp, w, bias backend.Buf, n, ch, oc int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, r := out.F32()[:n*oc], res.F32()[:n*oc]
+	if n*oc > 0 && &o[0] == &r[0] {
+		panic("cpu: MatMulAdd: res is the output buffer") // OpenBLAS writes out before the add
+	}
+	if !c.matMul(o, r, nil, inp, w, bias, n, ch, oc) {
+		c.runEW(opAdd, o, r, o, 0)
+	}
+}
+
+// MatMulGELU applies GELU to each part of the product as it is finished, where the
+// packing-free kernel runs.
+func (c *CPU) MatMulGELU(pre, out, inp, w, bias backend.Buf, n, ch, oc int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, o := pre.F32()[:n*oc], out.F32()[:n*oc]
+	if !c.matMul(p, nil, o, inp, w, bias, n, ch, oc) {
+		c.runEW(opGELU, o, p, nil, 0)
+	}
+}
+
+// matMul computes o = inp·wᵀ + bias. Through the packing-free kernel it also adds res (not
+// nil) and writes gelu(o) into gelu (not nil), and says so; through OpenBLAS it leaves both
+// to the caller.
+func (c *CPU) matMul(o, res, gelu []float32, inp, w, bias backend.Buf, n, ch, oc int) (fused bool) {
 	if ntFor(n) {
 		// The kernel adds the bias as it stores each sum: the same bias + sum as the pass
 		// below, without writing out first for the kernel to read back (from the other
@@ -154,8 +191,8 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 		if !bias.Nil() {
 			b = bias.F32()[:oc]
 		}
-		c.nt(o, inp.F32(), w.F32(), b, n, oc, ch, ch, ch, oc, false)
-		return
+		c.nt(o, res, inp.F32(), w.F32(), b, gelu, n, oc, ch, ch, ch, oc)
+		return true
 	}
 	beta := float32(0)
 	if !bias.Nil() {
@@ -165,6 +202,7 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 		beta = 1
 	}
 	c.gemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
+	return false
 }
 
 func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, oc int) {

@@ -386,6 +386,21 @@ func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
 	b.gemmRowMajor(false, true, n, oc, c, 1, inp, c, w, c, beta, out, oc)
 }
 
+// MatMulAdd is MatMul then Add, rounding as the CPU backend does: the residual folded into
+// cuBLAS's beta would meet the bias before the sum.
+func (b *Backend) MatMulAdd(out, res, inp, w, bias backend.Buf, n, c, oc int) {
+	need("MatMulAdd res", res, n*oc)
+	b.MatMul(out, inp, w, bias, n, c, oc)
+	b.Add(out.Slice(0, n*oc), res.Slice(0, n*oc), out.Slice(0, n*oc))
+}
+
+// MatMulGELU is MatMul then GELU.
+func (b *Backend) MatMulGELU(pre, out, inp, w, bias backend.Buf, n, c, oc int) {
+	need("MatMulGELU out", out, n*oc)
+	b.MatMul(pre, inp, w, bias, n, c, oc)
+	b.GELU(out.Slice(0, n*oc), pre.Slice(0, n*oc))
+}
+
 func (b *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, c, oc int) {
 	need("MatMulBackward dout", dout, n*oc)
 	need("MatMulBackward inp", inp, n*c)
