@@ -6,8 +6,8 @@
 //
 //	s_j = scale · q_h·k_{j,h}     channel e in lane e mod 16, fused multiply-adds in channel
 //	                             order, the lanes summed by a fixed tree (as gemm_small.c's dots)
-//	p   = softmax(s)              max; e^{s_j − max} (lanes.h's exp1: the same operations in
-//	                             every path); the sum with position j in lane j mod 16, the
+//	p   = softmax(s)              max; e^{s_j − max} (lanes.h's exp1 and exp16: the same
+//	                             operations in every path); the sum with position j in lane j mod 16, the
 //	                             lanes summed by the same tree; each p_j = e_j · (1 / sum)
 //	out_h = Σ_j p_j v_{j,h}       per channel, fused multiply-adds in position order
 //
@@ -21,33 +21,9 @@
 #include "kernels.h"
 #include "lanes.h"
 
-// No multiply and add fused into one rounding but the explicit ones: exp16 must round as
-// lanes.h's exp1 does.
+// No multiply and add fused into one rounding but the explicit ones: the dots' fused
+// multiply-adds are intrinsics, and exp16 must round as lanes.h's exp1 does.
 #pragma GCC optimize("fp-contract=off")
-
-// lanes.h's exp1, operation for operation.
-__attribute__((target("avx512f,avx512dq"))) static inline __m512 exp16(__m512 x) {
-	x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);
-	x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
-	__m512 fl = _mm512_roundscale_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _mm512_set1_ps(0.5f)),
-	                                 _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-	__m512i n = _mm512_cvttps_epi32(fl);
-	x = _mm512_sub_ps(x, _mm512_mul_ps(fl, _mm512_set1_ps(C1)));
-	x = _mm512_sub_ps(x, _mm512_mul_ps(fl, _mm512_set1_ps(C2)));
-	__m512 z = _mm512_mul_ps(x, x);
-	__m512 y = _mm512_set1_ps(P0);
-	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P1));
-	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P2));
-	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P3));
-	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P4));
-	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P5));
-	y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(y, z), x), _mm512_set1_ps(1.0f));
-	__m512i n1 = _mm512_srai_epi32(n, 1), n2 = _mm512_sub_epi32(n, n1);
-	__m512i bias = _mm512_set1_epi32(127);
-	__m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-	__m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-	return _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
-}
 
 static int decode16_on = 1; // tests switch it off to run the other paths
 

@@ -1,11 +1,13 @@
 // Vectorised inner loops of the CPU backend. Go compiles float loops to scalar code, so the
 // loops that touch every parameter (AdamW), every logit (log-softmax over the vocabulary) or
 // every MLP activation (GELU) live here, with an AVX2 path and a portable scalar path chosen
-// once at start-up. Go still decides the work split: each function handles one chunk.
+// once at start-up, and for the hottest of them (GELU, the softmax and log-probability sums
+// over the vocabulary) a sixteen-lane AVX-512 path. Go still decides the work split: each
+// function handles one chunk.
 //
-// The two paths perform the same float operations in the same order (no fused multiply-add,
-// the same lane structure for sums), so they return bit-identical results and a run
-// reproduces on any x86-64 machine. Contraction is off (the pragma below): in a function whose
+// The paths perform the same float operations in the same order (no fused multiply-add, the
+// same lane structure for sums), so they return bit-identical results and a run reproduces
+// on any x86-64 machine. Contraction is off (the pragma below): in a function whose
 // target has FMA the compiler would otherwise fuse a multiply and an add into one rounding.
 #include <immintrin.h>
 #include <math.h>
@@ -17,8 +19,9 @@
 
 #pragma GCC optimize("fp-contract=off")
 
-static int cpu_avx2 = -1;   // what the processor supports, detected once
-static int avx2_enabled = 1; // tests switch the AVX2 paths off
+static int cpu_avx2 = -1;     // what the processor supports, detected once
+static int avx2_enabled = 1;   // tests switch the vector paths off
+static int avx512_enabled = 1; // tests switch the sixteen-lane paths off, leaving AVX2's
 
 static int avx2(void) {
 	if (cpu_avx2 < 0) {
@@ -28,8 +31,14 @@ static int avx2(void) {
 	return cpu_avx2 && avx2_enabled;
 }
 
+// The sixteen-lane paths of the loops a decode step or a GRPO update runs over whole
+// activations (GELU, the sampler's softmax, log-probabilities): the same operations as the
+// AVX2 ones, element for element and sum lane for sum lane.
+static int avx512(void) { return avx2() && avx512_enabled && rk_has_avx512(); }
+
 int rk_has_avx2(void) { return avx2(); }
 void rk_set_avx2(int on) { avx2_enabled = on; }
+void rk_set_avx512(int on) { avx512_enabled = on; }
 
 __attribute__((target("avx2"))) static inline __m256 exp8(__m256 x) {
 	x = _mm256_max_ps(_mm256_set1_ps(EXP_LO), x);
@@ -79,9 +88,32 @@ __attribute__((target("avx2"))) static void gelu_avx2(float *out, const float *x
 	*done = i;
 }
 
-void rk_gelu(float *out, const float *x, long n) {
+__attribute__((target("avx512f,avx512dq"))) static inline __m512 gelu_u16(__m512 v) {
+	__m512 c = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(GELU_A), v), v), v);
+	return _mm512_mul_ps(_mm512_set1_ps(GELU_K), _mm512_add_ps(v, c));
+}
+
+__attribute__((target("avx512f,avx512dq"))) static void gelu_avx512(float *out, const float *x, long n, long *done) {
+	const __m512 sign = _mm512_set1_ps(-0.0f), one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
 	long i = 0;
-	if (avx2()) gelu_avx2(out, x, n, &i);
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		__m512 u = gelu_u16(v);
+		__m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), _mm512_andnot_ps(sign, u)));
+		__m512 t = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+		t = _mm512_or_ps(t, _mm512_and_ps(sign, u));
+		_mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_add_ps(one, t)));
+	}
+	*done = i;
+}
+
+// The vector paths handle what they can and leave the rest (elementwise: any split rounds
+// alike) to the next narrower one.
+void rk_gelu(float *out, const float *x, long n) {
+	long i = 0, j = 0;
+	if (avx512()) gelu_avx512(out, x, n, &i);
+	if (avx2()) gelu_avx2(out + i, x + i, n - i, &j);
+	i += j;
 	for (; i < n; i++) {
 		float v = x[i], u = gelu_u(v);
 		float e = exp1(-2.0f * fabsf(u));
@@ -113,9 +145,31 @@ __attribute__((target("avx2"))) static void gelu_backward_avx2(float *dinp, cons
 	*done = i;
 }
 
-void rk_gelu_backward(float *dinp, const float *x, const float *dout, long n) {
+__attribute__((target("avx512f,avx512dq"))) static void gelu_backward_avx512(float *dinp, const float *x, const float *dout, long n,
+                                                                             long *done) {
+	const __m512 sign = _mm512_set1_ps(-0.0f), one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
 	long i = 0;
-	if (avx2()) gelu_backward_avx2(dinp, x, dout, n, &i);
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		__m512 v2 = _mm512_mul_ps(v, v);
+		__m512 u = gelu_u16(v);
+		__m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), _mm512_andnot_ps(sign, u)));
+		__m512 d = _mm512_div_ps(one, _mm512_add_ps(one, e));
+		__m512 t = _mm512_or_ps(_mm512_mul_ps(_mm512_sub_ps(one, e), d), _mm512_and_ps(sign, u));
+		__m512 sech2 = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(4.0f), e), d), d);
+		__m512 a = _mm512_mul_ps(half, _mm512_add_ps(one, t));
+		__m512 poly = _mm512_add_ps(one, _mm512_mul_ps(_mm512_set1_ps(3.0f * GELU_A), v2));
+		__m512 b = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(half, v), sech2), _mm512_set1_ps(GELU_K)), poly);
+		_mm512_storeu_ps(dinp + i, _mm512_mul_ps(_mm512_loadu_ps(dout + i), _mm512_add_ps(a, b)));
+	}
+	*done = i;
+}
+
+void rk_gelu_backward(float *dinp, const float *x, const float *dout, long n) {
+	long i = 0, j = 0;
+	if (avx512()) gelu_backward_avx512(dinp, x, dout, n, &i);
+	if (avx2()) gelu_backward_avx2(dinp + i, x + i, dout + i, n - i, &j);
+	i += j;
 	for (; i < n; i++) {
 		float v = x[i], v2 = v * v, u = gelu_u(v);
 		float e = exp1(-2.0f * fabsf(u));
@@ -182,10 +236,28 @@ __attribute__((target("avx2"))) static float max_scaled_avx2(const float *x, lon
 	return _mm256_movemask_ps(nan) ? NAN : r;
 }
 
+// Sixteen running maxima; max is exact, so the lanes change no result.
+__attribute__((target("avx512f,avx512dq"))) static float max_scaled_avx512(const float *x, long n, float scale, long *done) {
+	const __m512 S = _mm512_set1_ps(scale);
+	__m512 m = _mm512_set1_ps(-INFINITY);
+	__mmask16 nan = 0;
+	long i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), S);
+		m = _mm512_max_ps(m, v);
+		nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+	}
+	*done = i;
+	return nan ? NAN : _mm512_reduce_max_ps(m);
+}
+
 float rk_max_scaled(const float *x, long n, float scale) {
 	float m = x[0] * scale;
 	long i = 1;
-	if (avx2() && n >= 16) {
+	if (avx512() && n >= 32) {
+		m = max_scaled_avx512(x, n, scale, &i);
+		if (m != m) return m;
+	} else if (avx2() && n >= 16) {
 		m = max_scaled_avx2(x, n, scale, &i);
 		if (m != m) return m;
 	}
@@ -216,10 +288,38 @@ __attribute__((target("avx2"))) static void exp_sums_avx2(const float *x, long n
 	*done = i;
 }
 
+// The same eight float64 lanes from sixteen floats a step: the low eight elements, then the
+// high eight, are the AVX2 path's two steps; a last group of eight as its last step.
+__attribute__((target("avx512f,avx512dq"))) static void exp_sums_avx512(const float *x, long n, float scale, float m,
+                                                                          double *lanes_s, double *lanes_t, long *done) {
+	__m512d s = _mm512_setzero_pd(), t = _mm512_setzero_pd();
+	const __m512 S = _mm512_set1_ps(scale), M = _mm512_set1_ps(m);
+	long i = 0;
+	for (; i + 8 <= n; i += 16) {
+		__mmask16 k = i + 16 <= n ? 0xffff : 0xff;
+		__m512 z = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), S);
+		__m512 e = exp16(_mm512_sub_ps(z, M));
+		__m512 ez = _mm512_mul_ps(e, z);
+		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		t = _mm512_add_pd(t, _mm512_cvtps_pd(_mm512_castps512_ps256(ez)));
+		if (k == 0xff) {
+			i += 8;
+			break;
+		}
+		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+		t = _mm512_add_pd(t, _mm512_cvtps_pd(_mm512_extractf32x8_ps(ez, 1)));
+	}
+	_mm512_storeu_pd(lanes_s, s);
+	_mm512_storeu_pd(lanes_t, t);
+	*done = i;
+}
+
 void rk_exp_sums(const float *x, long n, float scale, float m, double *s_out, double *t_out) {
 	double s[8] = {0}, t[8] = {0};
 	long i = 0;
-	if (avx2()) {
+	if (avx512()) {
+		exp_sums_avx512(x, n, scale, m, s, t, &i);
+	} else if (avx2()) {
 		exp_sums_avx2(x, n, scale, m, s, t, &i);
 	} else {
 		for (; i + 8 <= n; i += 8)
@@ -286,6 +386,34 @@ __attribute__((target("avx2"))) static void exp_store_avx2(float *out, const flo
 	*done = i;
 }
 
+// exp_sums_avx512's lanes, storing each exponential.
+__attribute__((target("avx512f,avx512dq"))) static void exp_store_avx512(float *out, const float *x, long n, float scale, float m,
+                                                                           double *lanes, long *done) {
+	__m512d s = _mm512_setzero_pd();
+	const __m512 S = _mm512_set1_ps(scale), M = _mm512_set1_ps(m);
+	long i = 0;
+	for (; i + 8 <= n; i += 16) {
+		__mmask16 k = i + 16 <= n ? 0xffff : 0xff;
+		__m512 e = exp16(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), S), M));
+		_mm512_mask_storeu_ps(out + i, k, e);
+		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		if (k == 0xff) {
+			i += 8;
+			break;
+		}
+		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+	}
+	_mm512_storeu_pd(lanes, s);
+	*done = i;
+}
+
+__attribute__((target("avx512f,avx512dq"))) static void scale_avx512(float *x, long n, float s, long *done) {
+	const __m512 S = _mm512_set1_ps(s);
+	long i = 0;
+	for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), S));
+	*done = i;
+}
+
 __attribute__((target("avx2"))) static void scale_avx2(float *x, long n, float s, long *done) {
 	const __m256 S = _mm256_set1_ps(s);
 	long i = 0;
@@ -297,7 +425,9 @@ float rk_softmax(float *out, const float *x, long n, float scale) {
 	float m = rk_max_scaled(x, n, scale);
 	double s[8] = {0};
 	long i = 0;
-	if (avx2()) {
+	if (avx512()) {
+		exp_store_avx512(out, x, n, scale, m, s, &i);
+	} else if (avx2()) {
 		exp_store_avx2(out, x, n, scale, m, s, &i);
 	} else {
 		for (; i + 8 <= n; i += 8)
@@ -313,8 +443,11 @@ float rk_softmax(float *out, const float *x, long n, float scale) {
 	double sum = 0;
 	for (int j = 0; j < 8; j++) sum += s[j];
 	float inv = (float)(1.0 / sum);
+	long j = 0;
 	i = 0;
-	if (avx2()) scale_avx2(out, n, inv, &i);
+	if (avx512()) scale_avx512(out, n, inv, &i);
+	if (avx2()) scale_avx2(out + i, n - i, inv, &j);
+	i += j;
 	for (; i < n; i++) out[i] *= inv;
 	return m + (float)log(sum);
 }

@@ -136,10 +136,8 @@ func hasAVX512() bool { return C.rk_has_avx512() != 0 }
 func hasAVX2() bool { return C.rk_has_avx2() != 0 }
 
 // setAVX2 switches the vectorised kernel paths on or off (tests compare both).
-func setAVX2(on bool) {
-	v := C.int(0)
-	if on {
-		v = 1
-	}
-	C.rk_set_avx2(v)
-}
+func setAVX2(on bool) { C.rk_set_avx2(cBool(on)) }
+
+// setAVX512 switches kernels.c's sixteen-lane paths on or off, leaving the AVX2 ones (tests
+// compare the two).
+func setAVX512(on bool) { C.rk_set_avx512(cBool(on)) }

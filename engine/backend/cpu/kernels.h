@@ -70,5 +70,8 @@ const char *rk_blas_fix_core(void);
 // (tests use it to check that both agree bit for bit).
 int rk_has_avx2(void);
 void rk_set_avx2(int on);
+// rk_set_avx512(0) leaves the AVX2 paths where kernels.c has sixteen-lane ones (tests compare
+// the two); rk_has_avx512 says whether the processor has them (gemm_small.c).
+void rk_set_avx512(int on);
 
 #endif

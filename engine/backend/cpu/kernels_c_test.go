@@ -6,17 +6,25 @@ import (
 	"testing"
 )
 
-// TestVectorPathsMatchScalar: the AVX2 and scalar paths of every C kernel give bit-identical
-// results, on lengths that leave a ragged tail and on values that stress exp's clamping.
+// TestVectorPathsMatchScalar: the sixteen-lane (AVX-512), AVX2 and scalar paths of every C
+// kernel give bit-identical results, on values that stress exp's clamping and on lengths that
+// leave a ragged tail: 1003 ends with a group of eight after the last sixteen, then three;
+// 1011 with three after the last sixteen.
 func TestVectorPathsMatchScalar(t *testing.T) {
 	if !hasAVX2() {
 		t.Skip("processor has no AVX2: only the scalar path exists here")
 	}
 	defer setAVX2(true)
+	defer setAVX512(true)
 	defer setDecode16(true)
 	setDecode16(false) // decode attention's AVX2 path, against its scalar one
-	r := rand.New(rand.NewPCG(21, 22))
-	const n = 1003
+	for _, n := range []int{1003, 1011} {
+		vectorPathsMatchScalar(t, n)
+	}
+}
+
+func vectorPathsMatchScalar(t *testing.T, n int) {
+	r := rand.New(rand.NewPCG(21, uint64(n)))
 	x, y := randVec(r, n, 4), randVec(r, n, 1)
 	x[5], x[77], x[300] = 60, -60, 1e-30
 	nan := float32(math.NaN())
@@ -74,13 +82,22 @@ func TestVectorPathsMatchScalar(t *testing.T) {
 	}
 	setAVX2(true)
 	vec := run()
+	setAVX512(false)
+	avx2 := run()
+	setAVX512(true)
 	setAVX2(false)
 	sc := run()
-	for k := range vec {
-		for i := range vec[k] {
-			a, b := vec[k][i], sc[k][i]
-			if math.Float32bits(a) != math.Float32bits(b) && !(a != a && b != b) {
-				t.Fatalf("kernel output %d element %d: AVX2 %v, scalar %v", k, i, a, b)
+	setAVX2(true)
+	for _, v := range []struct {
+		name string
+		got  result
+	}{{"vector (AVX-512 where present)", vec}, {"AVX2", avx2}} {
+		for k := range v.got {
+			for i := range v.got[k] {
+				a, b := v.got[k][i], sc[k][i]
+				if math.Float32bits(a) != math.Float32bits(b) && !(a != a && b != b) {
+					t.Fatalf("n %d: kernel output %d element %d: %s %v, scalar %v", n, k, i, v.name, a, b)
+				}
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 // Shared by the C kernels of this package, so that every path rounds alike: the fixed tree
-// that sums sixteen float lanes, in AVX-512 and in portable C, and the exponential, scalar
-// (exp1) with its constants (kernels.c's exp8 and decode_attention.c's exp16 are the same
-// algorithm at eight and sixteen lanes; the tests hold each to exp1 bit for bit).
+// that sums sixteen float lanes, in AVX-512 and in portable C, and the exponential with its
+// constants, scalar (exp1) and in sixteen lanes (exp16; kernels.c's exp8 is the same
+// algorithm at eight lanes; the tests hold each to exp1 bit for bit).
 #ifndef ROOKSCRIPT_LANES_H
 #define ROOKSCRIPT_LANES_H
 
@@ -55,6 +55,30 @@ static inline float exp1(float x) {
 	y = y * z + x + 1.0f;
 	int32_t n1 = n >> 1;
 	return y * pow2i(n1) * pow2i(n - n1);
+}
+
+// exp1 in sixteen lanes, operation for operation.
+__attribute__((target("avx512f,avx512dq"))) static inline __m512 exp16(__m512 x) {
+	x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);
+	x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
+	__m512 fl = _mm512_roundscale_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), _mm512_set1_ps(0.5f)),
+	                                 _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+	__m512i n = _mm512_cvttps_epi32(fl);
+	x = _mm512_sub_ps(x, _mm512_mul_ps(fl, _mm512_set1_ps(C1)));
+	x = _mm512_sub_ps(x, _mm512_mul_ps(fl, _mm512_set1_ps(C2)));
+	__m512 z = _mm512_mul_ps(x, x);
+	__m512 y = _mm512_set1_ps(P0);
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P1));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P2));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P3));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P4));
+	y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(P5));
+	y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(y, z), x), _mm512_set1_ps(1.0f));
+	__m512i n1 = _mm512_srai_epi32(n, 1), n2 = _mm512_sub_epi32(n, n1);
+	__m512i bias = _mm512_set1_epi32(127);
+	__m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+	__m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+	return _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
 }
 #pragma GCC pop_options
 
