@@ -645,7 +645,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				// Cached positions read per step: each prompt once (its samples share it), then
 				// every row's own.
 				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
-				flopMS, byteMS := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
+				flopMS, byteMS, phaseMS := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
 				if d.key != "" {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
@@ -660,6 +660,8 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 					floor, memoryBound = byteMS, true
 				}
 				add(ratioRow(gr, "floor.decode_ratio"+d.key, fmt.Sprintf("  engine / floor (the larger), %d rows", d.rows), "target ≤ 1.3", d.eng, floor, false))
+				add(valueRow(gr, "floor.decode_phases"+d.key, fmt.Sprintf("  floor, %d rows, by phase: products + attention", d.rows), "ms", phaseMS, 0))
+				add(ratioRow(gr, "floor.decode_phases_ratio"+d.key, fmt.Sprintf("  engine / floor by phase, %d rows", d.rows), "", d.eng, phaseMS, false))
 				if memoryBound && d.eng.ok() && d.eng.median() < floor.median() {
 					cacheNote = append(cacheNote, fmt.Sprintf("the decode step of %d rows ran below its memory floor, which counts every byte read from memory: "+
 						"the processor's last-level cache (%s) kept part of the weights from one step to the next", d.rows, lastLevelCache()))
@@ -698,24 +700,34 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	return rep
 }
 
-// decodeFloors are the two floors of a decode step of rows tokens: its FLOPs at the pool's
-// measured SGEMM rate, and the bytes it must read (every weight once, and the keys and values
-// of cached positions) at the measured memory bandwidth, in ms.
-func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) (flopMS, byteMS series) {
+// decodeFloors are the floors of a decode step of rows tokens, in ms: its FLOPs at the pool's
+// measured SGEMM rate; the bytes it must read (every weight once, and the keys and values of
+// cached positions) at the measured memory bandwidth; and the sum of its two phases' floors.
+// The phases are the products, bound by their FLOPs or by their weights' bytes, whichever
+// takes longer, and attention, bound by the cached keys and values it reads. Each layer's
+// attention needs the product before it and feeds the one after it, and on two cores that
+// do not share their execution units with a second thread, a core waiting on the cache's
+// bytes computes nothing meanwhile: the phases add.
+func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) (flopMS, byteMS, phaseMS series) {
 	gemm := b.gemm.pool
 	if b.threads == 1 {
 		gemm = b.gemm.single
 	}
-	flop := float64(rows) * (2*float64(n) + 4*float64(L*C)*meanCtx)
-	bytes := 4*float64(n) + cached*8*float64(L*C)
-	flopMS, byteMS = skipped("needs the gemm section"), skipped("needs the gemm section")
+	productFLOP := float64(rows) * 2 * float64(n)
+	flop := productFLOP + float64(rows)*4*float64(L*C)*meanCtx
+	weightBytes, cacheBytes := 4*float64(n), cached*8*float64(L*C)
+	flopMS, byteMS, phaseMS = skipped("needs the gemm section"), skipped("needs the gemm section"), skipped("needs the gemm section")
 	if gemm.ok() {
 		flopMS = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
 	}
-	if b.gemm.bandwidth.ok() {
-		byteMS = measured([]float64{bytes / (b.gemm.bandwidth.median() * 1e9) * 1e3})
+	if bw := b.gemm.bandwidth; bw.ok() {
+		byteMS = measured([]float64{(weightBytes + cacheBytes) / (bw.median() * 1e9) * 1e3})
+		if gemm.ok() {
+			products := max(productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9))
+			phaseMS = measured([]float64{(products + cacheBytes/(bw.median()*1e9)) * 1e3})
+		}
 	}
-	return flopMS, byteMS
+	return flopMS, byteMS, phaseMS
 }
 
 // notes are the observations under the table.
