@@ -40,28 +40,6 @@ int rk_has_avx2(void) { return avx2(); }
 void rk_set_avx2(int on) { avx2_enabled = on; }
 void rk_set_avx512(int on) { avx512_enabled = on; }
 
-__attribute__((target("avx2"))) static inline __m256 exp8(__m256 x) {
-	x = _mm256_max_ps(_mm256_set1_ps(EXP_LO), x);
-	x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);
-	__m256 fl = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _mm256_set1_ps(0.5f)));
-	__m256i n = _mm256_cvttps_epi32(fl);
-	x = _mm256_sub_ps(x, _mm256_mul_ps(fl, _mm256_set1_ps(C1)));
-	x = _mm256_sub_ps(x, _mm256_mul_ps(fl, _mm256_set1_ps(C2)));
-	__m256 z = _mm256_mul_ps(x, x);
-	__m256 y = _mm256_set1_ps(P0);
-	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P1));
-	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P2));
-	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P3));
-	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P4));
-	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P5));
-	y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, z), x), _mm256_set1_ps(1.0f));
-	__m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
-	__m256i bias = _mm256_set1_epi32(127);
-	__m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-	__m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-	return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
-}
-
 // GELU, tanh approximation: ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³), with
 // tanh u = sign(u)(1 − e)/(1 + e), e = exp(−2|u|).
 #define GELU_K 0.7978845608028654f

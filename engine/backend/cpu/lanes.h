@@ -1,7 +1,7 @@
 // Shared by the C kernels of this package, so that every path rounds alike: the fixed tree
 // that sums sixteen float lanes, in AVX-512 and in portable C, and the exponential with its
-// constants, scalar (exp1) and in sixteen lanes (exp16; kernels.c's exp8 is the same
-// algorithm at eight lanes; the tests hold each to exp1 bit for bit).
+// constants, scalar (exp1) and in eight and sixteen lanes (exp8, exp16: the same operations;
+// the tests hold each to exp1 bit for bit).
 #ifndef ROOKSCRIPT_LANES_H
 #define ROOKSCRIPT_LANES_H
 
@@ -57,7 +57,29 @@ static inline float exp1(float x) {
 	return y * pow2i(n1) * pow2i(n - n1);
 }
 
-// exp1 in sixteen lanes, operation for operation.
+// exp1 in eight lanes (AVX2) and in sixteen (AVX-512), operation for operation.
+__attribute__((target("avx2"))) static inline __m256 exp8(__m256 x) {
+	x = _mm256_max_ps(_mm256_set1_ps(EXP_LO), x);
+	x = _mm256_min_ps(_mm256_set1_ps(EXP_HI), x);
+	__m256 fl = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _mm256_set1_ps(0.5f)));
+	__m256i n = _mm256_cvttps_epi32(fl);
+	x = _mm256_sub_ps(x, _mm256_mul_ps(fl, _mm256_set1_ps(C1)));
+	x = _mm256_sub_ps(x, _mm256_mul_ps(fl, _mm256_set1_ps(C2)));
+	__m256 z = _mm256_mul_ps(x, x);
+	__m256 y = _mm256_set1_ps(P0);
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P1));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P2));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P3));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P4));
+	y = _mm256_add_ps(_mm256_mul_ps(y, x), _mm256_set1_ps(P5));
+	y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, z), x), _mm256_set1_ps(1.0f));
+	__m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
+	__m256i bias = _mm256_set1_epi32(127);
+	__m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+	__m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+	return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+}
+
 __attribute__((target("avx512f,avx512dq"))) static inline __m512 exp16(__m512 x) {
 	x = _mm512_max_ps(_mm512_set1_ps(EXP_LO), x);
 	x = _mm512_min_ps(_mm512_set1_ps(EXP_HI), x);
