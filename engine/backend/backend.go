@@ -78,7 +78,7 @@ type Backend interface {
 	// MatMul: out[n,oc] = inp[n,c]·w[oc,c]ᵀ + bias (bias may be Nil).
 	MatMul(out, inp, w, bias Buf, n, c, oc int)
 	// MatMulAdd: out[n,oc] = res + (inp·wᵀ + bias), a projection and the residual add after
-	// it (bias may be Nil; res is not out), rounded as MatMul followed by Add.
+	// it (bias may be Nil; res must not overlap out), rounded as MatMul followed by Add.
 	MatMulAdd(out, res, inp, w, bias Buf, n, c, oc int)
 	// MatMulGELU: pre[n,oc] = inp·wᵀ + bias, and out = GELU(pre), as MatMul followed by GELU.
 	MatMulGELU(pre, out, inp, w, bias Buf, n, c, oc int)

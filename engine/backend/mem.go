@@ -28,6 +28,12 @@ func (b Buf) Slice(off, n int) Buf {
 	return Buf{M: b.M, Off: b.Off + off, N: n}
 }
 
+// Overlaps reports whether b and o share an element of the same allocation: an operand a
+// kernel writes must not overlap one it reads after writing.
+func (b Buf) Overlaps(o Buf) bool {
+	return b.M != nil && b.M == o.M && b.N > 0 && o.N > 0 && b.Off < o.Off+o.N && o.Off < b.Off+b.N
+}
+
 // F32 returns the host slice behind b (host backends only).
 func (b Buf) F32() []float32 { return b.M.Host[b.Off : b.Off+b.N] }
 

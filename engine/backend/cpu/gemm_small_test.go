@@ -228,3 +228,26 @@ func TestMatMulFusedAsSeparate(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulAddRefusesOverlap: a residual that shares elements with the output is refused on
+// both paths (OpenBLAS's writes the output before it adds), whole or in part.
+func TestMatMulAddRefusesOverlap(t *testing.T) {
+	defer func() { useNT = hasAVX512() }()
+	r := rand.New(rand.NewPCG(17, 18))
+	const n, ch, oc = 4, 8, 16
+	for _, nt := range []bool{false, true} {
+		useNT = nt && hasAVX512()
+		c := New(2)
+		x, w, both := buf(c, randVec(r, n*ch, 1)), buf(c, randVec(r, oc*ch, 1)), c.Alloc(n*oc+oc)
+		for name, res := range map[string]backend.Buf{"the output itself": both.Slice(0, n*oc), "shifted by a row": both.Slice(oc, n*oc)} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("nt %v: a residual that is %s was accepted", nt, name)
+					}
+				}()
+				c.MatMulAdd(both.Slice(0, n*oc), res, x, w, backend.Buf{}, n, ch, oc)
+			}()
+		}
+	}
+}

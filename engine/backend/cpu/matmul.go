@@ -159,10 +159,10 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 func (c *CPU) MatMulAdd(out, res, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o, r := out.F32()[:n*oc], res.F32()[:n*oc]
-	if n*oc > 0 && &o[0] == &r[0] {
-		panic("cpu: MatMulAdd: res is the output buffer") // OpenBLAS writes out before the add
+	if out.Slice(0, n*oc).Overlaps(res.Slice(0, n*oc)) {
+		panic("cpu: MatMulAdd: res overlaps the output") // OpenBLAS writes out before the add
 	}
+	o, r := out.F32()[:n*oc], res.F32()[:n*oc]
 	if !c.matMul(o, r, nil, inp, w, bias, n, ch, oc) {
 		c.runEW(opAdd, o, r, o, 0)
 	}

@@ -389,9 +389,10 @@ func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
 // MatMulAdd is MatMul then Add, rounding as the CPU backend does: the residual folded into
 // cuBLAS's beta would meet the bias before the sum.
 func (b *Backend) MatMulAdd(out, res, inp, w, bias backend.Buf, n, c, oc int) {
+	need("MatMulAdd out", out, n*oc)
 	need("MatMulAdd res", res, n*oc)
-	if n*oc > 0 && out.M == res.M && out.Off == res.Off {
-		panic("cuda: MatMulAdd: res is the output buffer") // MatMul writes out before the add
+	if out.Slice(0, n*oc).Overlaps(res.Slice(0, n*oc)) {
+		panic("cuda: MatMulAdd: res overlaps the output") // MatMul writes out before the add
 	}
 	b.MatMul(out, inp, w, bias, n, c, oc)
 	b.Add(out.Slice(0, n*oc), res.Slice(0, n*oc), out.Slice(0, n*oc))
