@@ -37,9 +37,8 @@ int rk_has_avx512(void) {
 // accumulators, a later one resumes them from lanes (MR·NR·16 floats), a block that is not
 // the last leaves them there, and the last one writes the sums into out (stride ldo), each as
 // res[i][j] + (bias[j] + sum) when there is a residual res (same stride; it may be out) and a
-// bias. The lanes see the same fused
-// multiply-adds in the same order however k is blocked. MR and NR are constants at every call
-// site, so the loops unroll.
+// bias. The lanes see the same fused multiply-adds in the same order however k is blocked. MR
+// and NR are constants at every call site, so the loops unroll.
 #define UNROLL _Pragma("GCC unroll 8")
 
 #define TILE(MR, NR)                                                                                                  \
@@ -111,8 +110,7 @@ TILE(2, 1)
 TILE(1, 1)
 
 typedef void (*tile_fn)(float *, const float *, const float *, long, long, long, long, const float *, const float *,
-                        float *, int,
-                        int, const char *, long);
+                        float *, int, int, const char *, long);
 static const tile_fn tiles6[5] = {0, tile_1x6, tile_2x6, tile_3x6, tile_4x6};
 static const tile_fn tiles4[7] = {0, tile_1x4, tile_2x4, tile_3x4, tile_4x4, tile_5x4, tile_6x4};
 static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, tile_5x1, tile_6x1};
@@ -184,8 +182,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 			for (long i = i0; i < i1; i += 6) {
 				long mr = i1 - i < 6 ? i1 - i : 6;
 				tiles1[mr](out + i * ldo + j, a + i * lda, w + j * ldw, k, lda, ldw, ldo, res ? res + i * ldo + j : 0,
-				           bias ? bias + j : 0,
-				           lanes[0], 1, 1, 0, 0);
+				           bias ? bias + j : 0, lanes[0], 1, 1, 0, 0);
 			}
 	}
 }

@@ -85,13 +85,14 @@ __attribute__((target("avx512f,avx512dq"))) static void gelu_avx512(float *out, 
 	*done = i;
 }
 
-// The vector paths handle what they can and leave the rest (elementwise: any split rounds
-// alike) to the next narrower one.
+// The widest vector path runs whole vectors, the scalar loop the rest (elementwise, so any
+// split rounds alike).
 void rk_gelu(float *out, const float *x, long n) {
-	long i = 0, j = 0;
-	if (avx512()) gelu_avx512(out, x, n, &i);
-	if (avx2()) gelu_avx2(out + i, x + i, n - i, &j);
-	i += j;
+	long i = 0;
+	if (avx512())
+		gelu_avx512(out, x, n, &i);
+	else if (avx2())
+		gelu_avx2(out, x, n, &i);
 	for (; i < n; i++) {
 		float v = x[i], u = gelu_u(v);
 		float e = exp1(-2.0f * fabsf(u));
@@ -144,10 +145,11 @@ __attribute__((target("avx512f,avx512dq"))) static void gelu_backward_avx512(flo
 }
 
 void rk_gelu_backward(float *dinp, const float *x, const float *dout, long n) {
-	long i = 0, j = 0;
-	if (avx512()) gelu_backward_avx512(dinp, x, dout, n, &i);
-	if (avx2()) gelu_backward_avx2(dinp + i, x + i, dout + i, n - i, &j);
-	i += j;
+	long i = 0;
+	if (avx512())
+		gelu_backward_avx512(dinp, x, dout, n, &i);
+	else if (avx2())
+		gelu_backward_avx2(dinp, x, dout, n, &i);
 	for (; i < n; i++) {
 		float v = x[i], v2 = v * v, u = gelu_u(v);
 		float e = exp1(-2.0f * fabsf(u));
@@ -232,7 +234,7 @@ __attribute__((target("avx512f,avx512dq"))) static float max_scaled_avx512(const
 float rk_max_scaled(const float *x, long n, float scale) {
 	float m = x[0] * scale;
 	long i = 1;
-	if (avx512() && n >= 32) {
+	if (avx512() && n >= 16) {
 		m = max_scaled_avx512(x, n, scale, &i);
 		if (m != m) return m;
 	} else if (avx2() && n >= 16) {
@@ -267,7 +269,7 @@ __attribute__((target("avx2"))) static void exp_sums_avx2(const float *x, long n
 }
 
 // The same eight float64 lanes from sixteen floats a step: the low eight elements, then the
-// high eight, are the AVX2 path's two steps; a last group of eight as its last step.
+// high eight, are the AVX2 path's two steps. A last group of eight (masked) is its last step.
 __attribute__((target("avx512f,avx512dq"))) static void exp_sums_avx512(const float *x, long n, float scale, float m,
                                                                           double *lanes_s, double *lanes_t, long *done) {
 	__m512d s = _mm512_setzero_pd(), t = _mm512_setzero_pd();
@@ -280,16 +282,13 @@ __attribute__((target("avx512f,avx512dq"))) static void exp_sums_avx512(const fl
 		__m512 ez = _mm512_mul_ps(e, z);
 		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
 		t = _mm512_add_pd(t, _mm512_cvtps_pd(_mm512_castps512_ps256(ez)));
-		if (k == 0xff) {
-			i += 8;
-			break;
-		}
+		if (k == 0xff) break;
 		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
 		t = _mm512_add_pd(t, _mm512_cvtps_pd(_mm512_extractf32x8_ps(ez, 1)));
 	}
 	_mm512_storeu_pd(lanes_s, s);
 	_mm512_storeu_pd(lanes_t, t);
-	*done = i;
+	*done = n - n % 8;
 }
 
 void rk_exp_sums(const float *x, long n, float scale, float m, double *s_out, double *t_out) {
@@ -375,14 +374,11 @@ __attribute__((target("avx512f,avx512dq"))) static void exp_store_avx512(float *
 		__m512 e = exp16(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), S), M));
 		_mm512_mask_storeu_ps(out + i, k, e);
 		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-		if (k == 0xff) {
-			i += 8;
-			break;
-		}
+		if (k == 0xff) break;
 		s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
 	}
 	_mm512_storeu_pd(lanes, s);
-	*done = i;
+	*done = n - n % 8;
 }
 
 __attribute__((target("avx512f,avx512dq"))) static void scale_avx512(float *x, long n, float s, long *done) {
@@ -421,11 +417,11 @@ float rk_softmax(float *out, const float *x, long n, float scale) {
 	double sum = 0;
 	for (int j = 0; j < 8; j++) sum += s[j];
 	float inv = (float)(1.0 / sum);
-	long j = 0;
 	i = 0;
-	if (avx512()) scale_avx512(out, n, inv, &i);
-	if (avx2()) scale_avx2(out + i, n - i, inv, &j);
-	i += j;
+	if (avx512())
+		scale_avx512(out, n, inv, &i);
+	else if (avx2())
+		scale_avx2(out, n, inv, &i);
 	for (; i < n; i++) out[i] *= inv;
 	return m + (float)log(sum);
 }
