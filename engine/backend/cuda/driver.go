@@ -8,9 +8,7 @@ import (
 	"os"
 	"unsafe"
 
-	"gonum.org/v1/gonum/blas"
 	"gorgonia.org/cu"
-	cublas "gorgonia.org/cu/blas"
 
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
 	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
@@ -29,12 +27,13 @@ func New(ordinal int) (*launch.Backend, error) {
 type driver struct {
 	ctx      *cu.Ctx
 	fns      map[string]cu.Function
-	blas     *cublas.Standard
+	blas     *cublasHandle
 	syncEach bool
 
 	Device string // the GPU's name
 	Major  int    // compute capability
 	Arch   string // the PTX target loaded
+	CuBLAS string // the cuBLAS library loaded and its version
 }
 
 func open(ordinal int) (d *driver, err error) {
@@ -69,11 +68,6 @@ func open(ordinal int) (d *driver, err error) {
 	d = &driver{ctx: ctx, fns: map[string]cu.Function{}, Device: name, Major: major, Arch: arch,
 		syncEach: os.Getenv("ROOKSCRIPT_CUDA_SYNC") == "1"}
 	err = ctx.Do(func() (err error) {
-		defer func() { // cublas.New panics on failure; this runs on the context's thread
-			if r := recover(); r != nil {
-				err = fmt.Errorf("creating the cuBLAS handle: %v", r)
-			}
-		}()
 		mod, err := cu.LoadData(ptx)
 		if err != nil {
 			return fmt.Errorf("loading the %s kernels (is the driver older than CUDA 11.8?): %w", arch, err)
@@ -85,7 +79,10 @@ func open(ordinal int) (d *driver, err error) {
 			}
 			d.fns[k.Name] = fn
 		}
-		d.blas = cublas.New(cublas.WithContext(ctx))
+		if d.blas, err = newCuBLAS(); err != nil {
+			return err
+		}
+		d.CuBLAS = fmt.Sprintf("%s (%s)", d.blas.lib.path, d.blas.VersionString())
 		return nil
 	})
 	if err != nil {
@@ -95,6 +92,13 @@ func open(ordinal int) (d *driver, err error) {
 }
 
 func (d *driver) Name() string { return "cuda" }
+
+// Describe names the GPU, the kernels' target, the driver's CUDA version and the cuBLAS loaded.
+func (d *driver) Describe() string {
+	v := cu.Version()
+	return fmt.Sprintf("%s (compute capability %d.x, %s PTX), driver CUDA %d.%d, cuBLAS %s",
+		d.Device, d.Major, d.Arch, v/1000, v%1000/10, d.CuBLAS)
+}
 
 // GridCap: the largest y dimension of a grid, and far more blocks along x than a GPU runs
 // at once.
@@ -172,8 +176,7 @@ func (d *driver) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, ar
 
 func (d *driver) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
 	d.do("cublasSgemm", func() error {
-		d.blas.Sgemm(trans(transA), trans(transB), m, n, k, alpha, devSlice(a), lda, devSlice(b), ldb, beta, devSlice(c), ldc)
-		if err := d.blas.Err(); err != nil {
+		if err := d.blas.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); err != nil {
 			return err
 		}
 		if d.syncEach {
@@ -181,18 +184,4 @@ func (d *driver) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintpt
 		}
 		return nil
 	})
-}
-
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
-	}
-	return blas.NoTrans
-}
-
-// devSlice presents a device address as the []float32 cu/blas takes (it passes &s[0] to
-// cuBLAS and never reads the slice). The address is outside the Go heap, so the collector
-// ignores it.
-func devSlice(p uintptr) []float32 {
-	return unsafe.Slice((*float32)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), 1)
 }

@@ -12,14 +12,15 @@ import (
 )
 
 // TestParity compares the GPU with the CPU backend: every kernel, determinism, a full
-// forward/backward, a GRPO-like step and KV-cache decoding (tolerances in paritytest).
+// forward/backward, a GRPO-like step, KV-cache decoding, the rollout sampler with the same seed
+// and a real GRPO trainer step (tolerances in paritytest).
 func TestParity(t *testing.T) {
 	b, err := New(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := b.Driver().(*driver)
-	t.Logf("device %s, kernels for %s", d.Device, d.Arch)
+	t.Logf("%s", d.Describe())
 	paritytest.Run(t, b)
 }
 
