@@ -5,9 +5,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cuda/internal/paritytest"
@@ -181,5 +183,36 @@ func TestEmulatorAborts(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("%s: exit %v, output:\n%s\nwant it to fail with %q", c.kernel, err, out, c.want)
 		}
+	}
+}
+
+// TestMemoryAccounting: the backend counts the device memory it holds, keeps its peak, and
+// stops counting an allocation once the collector has freed it.
+func TestMemoryAccounting(t *testing.T) {
+	b := New()
+	live0, _ := b.Memory()
+	b.ResetPeak()
+	x := b.Alloc(1000)
+	y := b.AllocI32(24)
+	if live, peak := b.Memory(); live != live0+4096 || peak != live {
+		t.Fatalf("after 4096 bytes: live %d, peak %d (started at %d)", live, peak, live0)
+	}
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(y)
+	// Cleanups run after a collection, on a goroutine of their own.
+	deadline := time.Now().Add(10 * time.Second)
+	for live, _ := b.Memory(); live != live0; live, _ = b.Memory() {
+		if time.Now().After(deadline) {
+			t.Fatalf("live %d bytes after the buffers became garbage, want %d", live, live0)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if _, peak := b.Memory(); peak != live0+4096 {
+		t.Fatalf("peak %d after the free, want %d", peak, live0+4096)
+	}
+	b.ResetPeak()
+	if live, peak := b.Memory(); peak != live {
+		t.Fatalf("after ResetPeak: live %d, peak %d", live, peak)
 	}
 }

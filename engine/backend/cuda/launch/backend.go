@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -27,6 +28,11 @@ const (
 type Backend struct {
 	mu sync.Mutex
 	d  Driver
+
+	// Device memory held by this backend's allocations, in bytes: now and at most since the
+	// start or the last ResetPeak. Memory is freed when the collector finds its Mem
+	// unreachable, so garbage counts until then, as it holds the device's memory until then.
+	live, peak atomic.Int64
 
 	// Scratch, grown on demand and never shrunk.
 	partial *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
@@ -64,10 +70,30 @@ func (b *Backend) mem(n int, zero bool) *backend.Mem {
 	m := &backend.Mem{Len: n}
 	if n > 0 {
 		m.Dev = b.d.Alloc(4*n, zero)
+		bytes := int64(4 * n)
+		now := b.live.Add(bytes)
+		for p := b.peak.Load(); now > p && !b.peak.CompareAndSwap(p, now); p = b.peak.Load() {
+		}
 		d := b.d
-		runtime.AddCleanup(m, func(p uintptr) { d.Free(p) }, m.Dev)
+		runtime.AddCleanup(m, func(p uintptr) { d.Free(p); b.live.Add(-bytes) }, m.Dev)
 	}
 	return m
+}
+
+// Memory is the device memory this backend holds now and the most it has held since it
+// started or since the last ResetPeak, in bytes. The driver's own use (the context, loaded
+// kernels, the BLAS library's workspace) is not counted.
+func (b *Backend) Memory() (live, peak int64) { return b.live.Load(), b.peak.Load() }
+
+// ResetPeak starts a new peak at the memory held now.
+func (b *Backend) ResetPeak() { b.peak.Store(b.live.Load()) }
+
+// Describe names the device, from the driver when it says more than its name.
+func (b *Backend) Describe() string {
+	if d, ok := b.d.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return b.d.Name()
 }
 
 // scratch returns *s with room for n 4-byte elements, reallocating (contents undefined) if
