@@ -29,7 +29,12 @@ func modelParams(seed uint64) []float32 {
 // kernels, and must not change the numbers.
 func (s Suite) models(t *testing.T, seed uint64) (dev, ref *gpt2.Model) {
 	t.Helper()
-	p := modelParams(seed)
+	return s.modelsOf(t, modelParams(seed))
+}
+
+// modelsOf is models with parameters p.
+func (s Suite) modelsOf(t *testing.T, p []float32) (dev, ref *gpt2.Model) {
+	t.Helper()
 	dev, err := gpt2.New(s.Dev, modelConfig, p)
 	if err != nil {
 		t.Fatal(err)
@@ -138,30 +143,7 @@ func (s Suite) GRPOStep(t *testing.T) {
 		}
 		o.Step(cfg.LR)
 	}
-	// A first AdamW step moves each parameter by about lr·sign(g): compare the moves in units
-	// of lr. Where the gradient is at rounding level its sign is arbitrary, so there only the
-	// bound |move| ≤ lr(1 + wd) is checked.
-	pd, pr := dev.ParamsHost(), ref.ParamsHost()
-	for _, tn := range ref.Layout.Tensors {
-		gmax := 0.0
-		for _, g := range gref[tn.Off : tn.Off+tn.Size] {
-			gmax = max(gmax, math.Abs(float64(g)))
-		}
-		worst := 0.0
-		for i := tn.Off; i < tn.Off+tn.Size; i++ {
-			md, mr := float64(pd[i]-before[i])/cfg.LR, float64(pr[i]-before[i])/cfg.LR
-			if math.Abs(float64(gref[i])) < 1e-3*gmax {
-				if math.Abs(md) > 1.5 {
-					t.Fatalf("%s[%d]: moved %.3g lr", tn.Name, i-tn.Off, md)
-				}
-				continue
-			}
-			worst = max(worst, math.Abs(md-mr))
-		}
-		if worst > TolAdamLRs {
-			t.Errorf("%s: AdamW moves differ by %.3g lr", tn.Name, worst)
-		}
-	}
+	compareAdamMoves(t, dev, ref, before, gref, cfg.LR)
 	od, or = forward(t, dev, &b, temp), forward(t, ref, &b, temp)
 	compare(t, "logp after the update", od.LogP, or.LogP, TolModel)
 }
@@ -273,6 +255,35 @@ func (s Suite) Decode(t *testing.T) {
 		want = append(want, recorded[i]...)
 	}
 	compare(t, "decode logprob vs training forward", want, out.LogP, Tol{Abs: TolDecode})
+}
+
+// compareAdamMoves compares the parameter moves of a first AdamW step from before, taken
+// with the CPU's gradient gref. Such a step moves each parameter by about lr·sign(g):
+// compare the moves in units of lr. Where the gradient is at rounding level its sign is
+// arbitrary, so there only the bound |move| ≤ lr(1 + wd) is checked.
+func compareAdamMoves(t *testing.T, dev, ref *gpt2.Model, before, gref []float32, lr float64) {
+	t.Helper()
+	pd, pr := dev.ParamsHost(), ref.ParamsHost()
+	for _, tn := range ref.Layout.Tensors {
+		gmax := 0.0
+		for _, g := range gref[tn.Off : tn.Off+tn.Size] {
+			gmax = max(gmax, math.Abs(float64(g)))
+		}
+		worst := 0.0
+		for i := tn.Off; i < tn.Off+tn.Size; i++ {
+			md, mr := float64(pd[i]-before[i])/lr, float64(pr[i]-before[i])/lr
+			if math.Abs(float64(gref[i])) < 1e-3*gmax {
+				if math.Abs(md) > 1.5 {
+					t.Fatalf("%s[%d]: moved %.3g lr", tn.Name, i-tn.Off, md)
+				}
+				continue
+			}
+			worst = max(worst, math.Abs(md-mr))
+		}
+		if worst > TolAdamLRs {
+			t.Errorf("%s: AdamW moves differ by %.3g lr", tn.Name, worst)
+		}
+	}
 }
 
 func compareDist(t *testing.T, what string, got, want gpt2.Dist) {

@@ -24,6 +24,11 @@ var (
 	TolGrad    = 2e-4            // whole-model gradients, relative to each tensor's largest
 	TolDecode  = 1e-4            // KV-cache logprob vs training forward (DESIGN invariant 2)
 	TolAdamLRs = 0.02            // AdamW parameter change, in units of the learning rate
+	// A GRPO step's metrics. A ratio exp(logp − old) moves relatively by its logprob's
+	// error, which TolModel bounds by ~1e-3 at |logp| ≈ 5 (log 67 ≈ 4.2): Rel. The loss is a
+	// sum of O(1) terms of both signs (advantages are zero-mean per group) and moves by about
+	// one logprob error whatever its own size: Abs, 5× TolModel's absolute part.
+	TolMetric = Tol{1e-4, 1e-3}
 )
 
 // Suite is the comparison of one device backend with the CPU backend.
@@ -56,6 +61,8 @@ func Run(t *testing.T, dev backend.Backend) {
 		{"GRPOStep", s.GRPOStep},
 		{"FusedHead", s.FusedHead},
 		{"Decode", s.Decode},
+		{"Sampler", s.Sampler},
+		{"TrainerStep", s.TrainerStep},
 	} {
 		t.Run(c.name, c.f)
 	}
