@@ -68,6 +68,12 @@ const gemmSample = 250 * time.Millisecond
 // gemmRate measures be.MatMul at the ceiling shape in GFLOP/s, one sample per run; each
 // sample repeats the product for at least gemmSample.
 func gemmRate(be backend.Backend, warmup, runs int, label string) series {
+	return gemmRateAt(be, warmup, runs, label, gemmN, gemmC, gemmOC)
+}
+
+// gemmRateAt is gemmRate at out (n, oc) = inp (n, c) · w (oc, c)ᵀ. A sample ends when the
+// device has finished its products.
+func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC, gemmOC int) series {
 	r := rand.New(rand.NewPCG(3, 3))
 	host := func(n int) backend.Buf {
 		v := make([]float32, n)
@@ -83,16 +89,19 @@ func gemmRate(be backend.Backend, warmup, runs int, label string) series {
 	for range max(warmup, 1) {
 		one()
 	}
+	finishBuf(be, out)
 	t := time.Now()
 	one()
+	finishBuf(be, out)
 	reps := max(1, int(math.Ceil(float64(gemmSample)/float64(max(time.Since(t), time.Microsecond)))))
-	flop := 2.0 * gemmN * gemmC * gemmOC
+	flop := 2.0 * float64(gemmN) * float64(gemmC) * float64(gemmOC)
 	var runsOut []sample
 	for i := range runs {
 		s, _ := timed(func() (sample, error) {
 			for range reps {
 				one()
 			}
+			finishBuf(be, out)
 			return sample{}, nil
 		})
 		runsOut = append(runsOut, s)
@@ -186,14 +195,9 @@ func measureBandwidth(threads, runs int) series {
 	return fromRuns(out, func(s sample) float64 { return bandwidthBytes / s.ms / 1e6 })
 }
 
-// loadModel is GPT-2 124M with random weights, asked for by name, on a CPU backend of
-// threads workers.
-func loadModel(threads int) (*gpt2.Model, gpt2.Source, error) {
+// loadModel is GPT-2 124M with random weights, asked for by name, on be.
+func loadModel(be backend.Backend) (*gpt2.Model, gpt2.Source, error) {
 	cfg, params, src, err := gpt2.Load(modelSpec)
-	if err != nil {
-		return nil, src, err
-	}
-	be, err := device.Open("cpu", device.Options{Threads: threads})
 	if err != nil {
 		return nil, src, err
 	}
@@ -266,6 +270,7 @@ func (e *engineSteps) train() error {
 		return err
 	}
 	e.opt.Step(1e-4)
+	finish(e.m)
 	return nil
 }
 

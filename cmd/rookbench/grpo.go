@@ -148,10 +148,7 @@ func (b *bench) grpoRows(add func(Row)) {
 	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16; floors at the measured SGEMM rate and bandwidth",
 		genPrompts, genGroup, genPromptLen, genNew)
 	p := b.grpo
-	gemm := b.gemm.pool
-	if b.threads == 1 {
-		gemm = b.gemm.single
-	}
+	gemm := b.floorRate()
 	// Floors per timed step, then their medians beside the phases' medians.
 	var fRoll, fRef, fUpd, fTot, gflops []float64
 	if gemm.ok() && b.gemm.bandwidth.ok() {

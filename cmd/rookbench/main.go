@@ -82,6 +82,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/gpt2"
 )
@@ -89,11 +90,14 @@ import (
 // modelSpec names the benchmark model: GPT-2 124M, random weights, llm.c's init seed.
 const modelSpec = "random:124m@seed=42"
 
-// Train/forward shapes.
+// Train/forward shapes by default (-batch, -seq).
 const benchB, benchT = 4, 64
 
 // sections that -only selects from.
 var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo", "mem"}
+
+// deviceSections are those that run on a GPU (-device cuda).
+var deviceSections = []string{"gemm", "engine", "gen", "grpo"}
 
 // settle is the pause between alternated runs of different processes, long enough for the
 // previous one's BLAS threads to stop spinning and go to sleep.
@@ -115,6 +119,9 @@ func main() {
 	python := flag.String("python", envOr("PYTHON", "/usr/bin/python3"), "Python with torch (Debian's python3-torch); $PYTHON when set")
 	scripts := flag.String("scripts", "", "directory holding torch_gpt2.py and torch_generate.py (default: bench/ of the enclosing repository)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the engine's work) to this file")
+	dev := flag.String("device", "cpu", "the engine's backend: cpu, or cuda (a binary built with -tags cuda; sections gemm, engine, gen and grpo)")
+	batch := flag.Int("batch", benchB, "sequences in the forward and train step's batch (B)")
+	seq := flag.Int("seq", benchT, "tokens per sequence in the forward and train step (T)")
 	memCase := flag.String("mem-case", "", "run one case of the mem section in this process and print it as JSON (the mem section's child processes)")
 	flag.Parse()
 	if *memCase != "" {
@@ -127,10 +134,10 @@ func main() {
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
 	}
-	if *runs < 1 || *warmup < 0 || *threads < 1 || *untunedRuns < 1 || *genRuns < 1 {
-		fail(errors.New("-runs, -threads, -untuned-runs and -gen-runs must be at least 1, -warmup at least 0"))
+	if *runs < 1 || *warmup < 0 || *threads < 1 || *untunedRuns < 1 || *genRuns < 1 || *batch < 1 || *seq < 1 {
+		fail(errors.New("-runs, -threads, -untuned-runs, -gen-runs, -batch and -seq must be at least 1, -warmup at least 0"))
 	}
-	sel, err := parseSections(*only)
+	sel, err := parseSections(*only, *dev)
 	if err != nil {
 		fail(err)
 	}
@@ -150,7 +157,8 @@ func main() {
 	runtime.GOMAXPROCS(*threads)
 
 	b := &bench{runs: *runs, warmup: *warmup, threads: *threads, untunedRuns: *untunedRuns, genRuns: *genRuns,
-		python: *python, scripts: *scripts, sel: sel, llmcDir: os.Getenv("LLMC_DIR")}
+		python: *python, scripts: *scripts, sel: sel, llmcDir: os.Getenv("LLMC_DIR"),
+		device: *dev, batch: *batch, seq: *seq, devPeak: map[string]int64{}}
 	rep := b.run()
 	if *asJSON {
 		if err := rep.WriteJSON(os.Stdout); err != nil {
@@ -178,11 +186,16 @@ func envOr(name, def string) string {
 	return def
 }
 
-// parseSections turns -only into a set; empty selects every section.
-func parseSections(only string) (map[string]bool, error) {
+// parseSections turns -only into a set; empty selects every section the device runs. On a
+// GPU only the engine's own sections run: the peers here are CPU programs.
+func parseSections(only, dev string) (map[string]bool, error) {
+	avail := sections
+	if dev != "cpu" {
+		avail = deviceSections
+	}
 	sel := map[string]bool{}
 	if strings.TrimSpace(only) == "" {
-		for _, s := range sections {
+		for _, s := range avail {
 			sel[s] = true
 		}
 		return sel, nil
@@ -191,6 +204,9 @@ func parseSections(only string) (map[string]bool, error) {
 		s = strings.ToLower(strings.TrimSpace(s))
 		if !slices.Contains(sections, s) {
 			return nil, fmt.Errorf("-only: unknown section %q (sections: %s)", s, strings.Join(sections, ", "))
+		}
+		if !slices.Contains(avail, s) {
+			return nil, fmt.Errorf("-only: section %q runs on the CPU only; -device %s runs %s", s, dev, strings.Join(avail, ", "))
 		}
 		sel[s] = true
 	}
@@ -271,9 +287,12 @@ type bench struct {
 	runs, warmup, threads, untunedRuns, genRuns int
 	python, scripts, llmcDir                    string
 	sel                                         map[string]bool
+	device                                      string // -device: cpu or cuda
+	batch, seq                                  int    // B and T of the forward and train step
 
 	failed []string // measurements that ended in an error
 
+	be        backend.Backend // the engine's (backend)
 	model     *gpt2.Model
 	src       gpt2.Source
 	torchInfo []torchInfo // of every PyTorch process started
@@ -296,6 +315,7 @@ type bench struct {
 	grpo                 grpoPhases
 	memRuns              map[string]memRun
 	main                 mainJob
+	devPeak              map[string]int64 // -device cuda: the most device memory each section held
 }
 
 // failure records a failed measurement and returns it as a not-measured series.
@@ -330,7 +350,7 @@ func (b *bench) run() *Report {
 		b.runGEMM()
 	}
 	if b.sel["engine"] || b.sel["torch"] {
-		b.runSteps()
+		b.section("engine", b.runSteps)
 	}
 	if b.sel["untuned"] {
 		b.runUntuned()
@@ -339,10 +359,10 @@ func (b *bench) run() *Report {
 		b.runLLMC()
 	}
 	if b.sel["gen"] || b.sel["torchgen"] || b.sel["torchstatic"] {
-		b.runGen()
+		b.section("gen", b.runGen)
 	}
 	if b.sel["grpo"] {
-		b.runGRPO()
+		b.section("grpo", b.runGRPO)
 	}
 	if b.sel["mem"] {
 		b.runMem()
@@ -353,7 +373,11 @@ func (b *bench) run() *Report {
 func (b *bench) runGEMM() {
 	progress("== SGEMM ceiling")
 	runtime.GC()
-	g, err := measureGEMM(b.threads, b.warmup, b.runs)
+	measure := measureGEMM
+	if b.device != "cpu" {
+		measure = b.measureDeviceGEMM
+	}
+	g, err := measure(b.threads, b.warmup, b.runs)
 	if err != nil {
 		g.single = b.failure("gemm", err)
 	}
@@ -366,7 +390,11 @@ func (b *bench) loadModel() error {
 		return nil
 	}
 	t := time.Now()
-	m, src, err := loadModel(b.threads)
+	be, err := b.backend()
+	if err != nil {
+		return err
+	}
+	m, src, err := loadModel(be)
 	if err != nil {
 		return err
 	}
@@ -389,7 +417,7 @@ func (b *bench) startTorch(script string, tuned bool, args ...string) (*torchPro
 
 // runSteps alternates the engine's and tuned PyTorch's forward, then their train steps.
 func (b *bench) runSteps() {
-	progress("== GPT-2 124M forward and train step, B=%d T=%d", benchB, benchT)
+	progress("== GPT-2 124M forward and train step, B=%d T=%d", b.batch, b.seq)
 	runtime.GC()
 	engF := &contender{name: "engine forward"}
 	engT := &contender{name: "engine train step"}
@@ -399,7 +427,7 @@ func (b *bench) runSteps() {
 	if b.sel["engine"] {
 		err := b.loadModel()
 		if err == nil {
-			steps, err = newEngineSteps(b.model, benchB, benchT)
+			steps, err = newEngineSteps(b.model, b.batch, b.seq)
 		}
 		if err != nil {
 			engF.err, engT.err = err, err
@@ -408,7 +436,7 @@ func (b *bench) runSteps() {
 		}
 	}
 	if b.sel["torch"] {
-		p, err := b.startTorch("torch_gpt2.py", true, "--batch", fmt.Sprint(benchB), "--seq", fmt.Sprint(benchT))
+		p, err := b.startTorch("torch_gpt2.py", true, "--batch", fmt.Sprint(b.batch), "--seq", fmt.Sprint(b.seq))
 		if err != nil {
 			torF.err, torT.err = err, err
 		} else {
@@ -440,7 +468,7 @@ func (b *bench) runUntuned() {
 	runtime.GC()
 	f := &contender{name: "untuned torch forward"}
 	t := &contender{name: "untuned torch train step"}
-	p, err := b.startTorch("torch_gpt2.py", false, "--batch", fmt.Sprint(benchB), "--seq", fmt.Sprint(benchT))
+	p, err := b.startTorch("torch_gpt2.py", false, "--batch", fmt.Sprint(b.batch), "--seq", fmt.Sprint(b.seq))
 	if err != nil {
 		f.err, t.err = err, err
 	} else {
@@ -529,9 +557,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	cfg := gpt2.RookWorld124M
 	n := gpt2.NewLayout(cfg).Total
 	L, C := cfg.NumLayers, cfg.Channels
-	tokens := benchB * benchT
-	trainFLOP := float64(tokens) * float64(6*n+6*L*C*benchT)
-	fwdFLOP := float64(tokens) * float64(2*n+2*L*C*benchT)
+	tokens := b.batch * b.seq
+	trainFLOP := float64(tokens) * float64(6*n+6*L*C*b.seq)
+	fwdFLOP := float64(tokens) * float64(2*n+2*L*C*b.seq)
 	// A decode step: one token per sequence through every weight (2·N) plus attention over its
 	// context, 4·L·C FLOPs per position (q·k and p·v); the context runs from 81 to 144.
 	meanCtx := float64(genPromptLen) + float64(genNew+1)/2
@@ -544,7 +572,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	}
 	rep := &Report{Meta: Meta{
 		Threads: b.threads, Runs: b.runs, Warmup: b.warmup, Sections: order,
-		Model: modelSpec, Params: n, Batch: benchB, Seq: benchT,
+		Model: modelSpec, Params: n, Batch: b.batch, Seq: b.seq, Device: b.deviceName(),
 		ForwardGFLOP: fwdFLOP / 1e9, TrainGFLOP: trainFLOP / 1e9,
 		FLOPFormula: "train step: B·T·(6·N + 6·L·C·T); forward: B·T·(2·N + 2·L·C·T) (llm.c's count)",
 		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(),
@@ -560,16 +588,25 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		fmt.Sprintf("rookbench: GPT-2 124M, RANDOM weights (%s); %d threads for each side (engine pool, torch.set_num_threads, llm.c OMP_NUM_THREADS)", modelSpec, b.threads),
 		fmt.Sprintf("medians of %d timed runs after %d warm-up (untuned torch %d, generation %d), engine and PyTorch runs alternated; x rows: engine speed-up, >1 = engine faster", b.runs, b.warmup, b.untunedRuns, b.genRuns),
 		fmt.Sprintf("machine: %s, %d CPUs; %s; %s%s", m.CPU, runtime.NumCPU(), m.GoVersion, m.BLAS, torchLine),
+	}
+	if b.device != "cpu" {
+		rep.Header[0] = fmt.Sprintf("rookbench: GPT-2 124M, RANDOM weights (%s), on %s", modelSpec, m.Device)
+		rep.Header[1] = fmt.Sprintf("medians of %d timed runs after %d warm-up (generation %d); each timed run ends when the device has finished its work", b.runs, b.warmup, b.genRuns)
+		rep.Header[2] = fmt.Sprintf("host: %s, %d CPUs; %s", m.CPU, runtime.NumCPU(), m.GoVersion)
+	}
+	rep.Header = append(rep.Header,
 		fmt.Sprintf("load average (1, 5, 15 min): %s before, %s after; %.0f s in all; a shared machine makes every figure noisy", m.LoadAvgBefore, m.LoadAvgAfter, m.Seconds),
 		fmt.Sprintf("FLOPs as llm.c counts them: train step = B·T·(6·N + 6·L·C·T) = %.1f GFLOP, forward = B·T·(2·N + 2·L·C·T) = %.1f GFLOP,", trainFLOP/1e9, fwdFLOP/1e9),
-		fmt.Sprintf("  N = %d parameters (tied wte counted once, vocabulary %d unpadded), L = %d, C = %d, T = %d, B·T = %d; decode step = %d·(2·N + 4·L·C·p), p = mean context %.1f", n, cfg.VocabSize, L, C, benchT, tokens, genPrompts*genGroup, meanCtx),
-	}
+		fmt.Sprintf("  N = %d parameters (tied wte counted once, vocabulary %d unpadded), L = %d, C = %d, T = %d, B·T = %d; decode step = %d·(2·N + 4·L·C·p), p = mean context %.1f", n, cfg.VocabSize, L, C, b.seq, tokens, genPrompts*genGroup, meanCtx),
+	)
 
 	var rows []Row
 	add := func(r Row) { rows = append(rows, r) }
 	var cacheNote []string
 	s := b.sel
-	if s["gemm"] {
+	if s["gemm"] && b.device != "cpu" {
+		b.deviceGEMMRows(add)
+	} else if s["gemm"] {
 		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling), and the memory bandwidth"
 		add(valueRow(gr, "gemm.single", "1 thread: one single-threaded OpenBLAS call", "GFLOP/s", b.gemm.single, 0))
 		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers, OpenBLAS single-threaded in each: the floors' rate", b.threads), "GFLOP/s", b.gemm.pool, 0))
@@ -577,7 +614,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		add(valueRow(gr, "mem.bandwidth", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB", b.threads), "GB/s", b.gemm.bandwidth, 0))
 	}
 	if s["engine"] || s["torch"] || s["untuned"] {
-		gr := fmt.Sprintf("GPT-2 124M forward, B=%d T=%d, LM head + log-softmax on all %d rows (%.1f GFLOP)", benchB, benchT, tokens, fwdFLOP/1e9)
+		gr := fmt.Sprintf("GPT-2 124M forward, B=%d T=%d, LM head + log-softmax on all %d rows (%.1f GFLOP)", b.batch, b.seq, tokens, fwdFLOP/1e9)
 		if s["engine"] {
 			add(valueRow(gr, "engine.forward", "engine Forward", "ms", b.engFwd, fwdFLOP))
 		}
@@ -594,7 +631,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 			add(ratioRow(gr, "torch.forward_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untFwd, b.torFwd, false))
 		}
 	}
-	trainGroup := fmt.Sprintf("GPT-2 124M train step (forward + backward + AdamW), B=%d T=%d (%.1f GFLOP)", benchB, benchT, trainFLOP/1e9)
+	trainGroup := fmt.Sprintf("GPT-2 124M train step (forward + backward + AdamW), B=%d T=%d (%.1f GFLOP)", b.batch, b.seq, trainFLOP/1e9)
 	if s["engine"] {
 		r := valueRow(trainGroup, "engine.train_step", "engine Forward+ZeroGrads+Backward+AdamW", "ms", b.engTrain, trainFLOP)
 		if b.engTrain.ok() {
@@ -650,7 +687,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
 				}
-				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at the pool's SGEMM rate", d.rows), "ms", flopMS, 0)
+				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, b.rateName()), "ms", flopMS, 0)
 				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth", d.rows), "ms", byteMS, 0)
 				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
@@ -695,13 +732,16 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	if s["mem"] {
 		b.memRows(add)
 	}
+	if b.device != "cpu" {
+		b.devMemRows(add)
+	}
 	rep.Rows = rows
 	rep.Notes = append(b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n), cacheNote...)
 	return rep
 }
 
-// decodeFloors are the floors of a decode step of rows tokens, in ms: its FLOPs at the pool's
-// measured SGEMM rate; the bytes it must read (every weight once, and the keys and values of
+// decodeFloors are the floors of a decode step of rows tokens, in ms: its FLOPs at the
+// measured SGEMM rate (floorRate); the bytes it must read (every weight once, and the keys and values of
 // cached positions) at the measured memory bandwidth; and the sum of its two phases' floors.
 // The phases are the products, bound by their FLOPs or by their weights' bytes, whichever
 // takes longer, and attention, bound by the cached keys and values it reads. Each layer's
@@ -709,10 +749,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 // do not share their execution units with a second thread, a core waiting on the cache's
 // bytes computes nothing meanwhile: the phases add.
 func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) (flopMS, byteMS, phaseMS series) {
-	gemm := b.gemm.pool
-	if b.threads == 1 {
-		gemm = b.gemm.single
-	}
+	gemm := b.floorRate()
 	productFLOP := float64(rows) * 2 * float64(n)
 	flop := productFLOP + float64(rows)*4*float64(L*C)*meanCtx
 	weightBytes, cacheBytes := 4*float64(n), cached*8*float64(L*C)
@@ -733,21 +770,18 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 // notes are the observations under the table.
 func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) []string {
 	var out []string
-	gemm := b.gemm.pool
-	if b.threads == 1 {
-		gemm = b.gemm.single
-	}
+	gemm := b.floorRate()
 	if gemm.ok() && b.engTrain.ok() {
 		floor := trainGEMMFLOP / (gemm.median() * 1e9) * 1e3
-		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at the pool's median %.1f GFLOP/s take %.0f ms; "+
-			"the engine's step takes %.2fx that (%.0f ms more). The ceiling was measured minutes earlier: when the load changed in between, this moves with it",
-			trainGEMMFLOP/1e9, trainFLOP/1e9, gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor))
+		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, median %.1f GFLOP/s, take %.1f ms; "+
+			"the engine's step takes %.2fx that (%.1f ms more). The ceiling was measured minutes earlier: when the load changed in between, this moves with it",
+			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor))
 	}
 	if gemm.ok() && b.genDec.ok() {
 		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3
-		out = append(out, fmt.Sprintf("a decode step of %d tokens is %.1f GFLOP: %.0f ms at the pool's SGEMM rate; the engine's takes %.1f ms. "+
+		out = append(out, fmt.Sprintf("a decode step of %d tokens is %.1f GFLOP: %.2f ms at %s; the engine's takes %.2f ms. "+
 			"The samples of a prompt share its cached keys and values (one copy per prompt); the torch peers keep a copy per sample",
-			genPrompts*genGroup, decodeFLOP/1e9, floor, b.genDec.median()/genNew))
+			genPrompts*genGroup, decodeFLOP/1e9, floor, b.rateName(), b.genDec.median()/genNew))
 	}
 	if b.engFwd.ok() {
 		out = append(out, fmt.Sprintf("sanity: the engine's forward gives a mean cross-entropy of %.3f on random tokens (≈ ln V = 10.825 expected of random weights)", b.loss))

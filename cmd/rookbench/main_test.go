@@ -90,16 +90,24 @@ func TestSumSeries(t *testing.T) {
 }
 
 func TestParseSections(t *testing.T) {
-	all, err := parseSections("")
+	all, err := parseSections("", "cpu")
 	if err != nil || len(all) != len(sections) {
 		t.Fatalf("default: %v %v", all, err)
 	}
-	sel, err := parseSections("gemm, Engine")
+	sel, err := parseSections("gemm, Engine", "cpu")
 	if err != nil || !sel["gemm"] || !sel["engine"] || sel["torch"] {
 		t.Errorf("gemm,engine: %v %v", sel, err)
 	}
-	if _, err := parseSections("gemm,bogus"); err == nil || !strings.Contains(err.Error(), "bogus") {
+	if _, err := parseSections("gemm,bogus", "cpu"); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("unknown section: %v", err)
+	}
+	// A GPU runs the engine's sections only, by default and when asked.
+	gpu, err := parseSections("", "cuda")
+	if err != nil || len(gpu) != len(deviceSections) || gpu["torch"] || !gpu["grpo"] {
+		t.Errorf("cuda default: %v %v", gpu, err)
+	}
+	if _, err := parseSections("engine,torch", "cuda"); err == nil || !strings.Contains(err.Error(), `"torch" runs on the CPU only`) {
+		t.Errorf("torch on cuda: %v", err)
 	}
 }
 

@@ -216,6 +216,7 @@ type Meta struct {
 	GoVersion     string  `json:"go"`
 	BLAS          string  `json:"blas"`
 	CPU           string  `json:"cpu"`
+	Device        string  `json:"device"`
 	Torch         string  `json:"torch,omitempty"`
 	LoadAvgBefore string  `json:"loadavg_before"`
 	LoadAvgAfter  string  `json:"loadavg_after"`
@@ -295,13 +296,17 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 }
 
-// num formats a cell: ratios with two decimals, everything else with one; "-" when absent.
+// num formats a cell: ratios with two decimals, everything else with one, or with three
+// significant digits below 1 (a GPU's floors are fractions of a millisecond or second); "-"
+// when absent.
 func num(v *float64, unit string) string {
 	switch {
 	case v == nil || math.IsNaN(*v):
 		return "-"
 	case unit == "x":
 		return fmt.Sprintf("%.2f", *v)
+	case *v != 0 && math.Abs(*v) < 1:
+		return fmt.Sprintf("%.3g", *v)
 	default:
 		return fmt.Sprintf("%.1f", *v)
 	}

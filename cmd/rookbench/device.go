@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/device"
+	"github.com/rookscript/rookscript/engine/gpt2"
+)
+
+// The GPU side of rookbench (-device cuda): one backend for every section, the ceilings its
+// floors use measured through that backend (cuBLAS's SGEMM rate, the device's copy
+// bandwidth), and the device memory each section held.
+
+// Shapes of the device's SGEMM rates: the MLP's c_fc product over a GRPO minibatch of 16
+// sequences × 144 tokens, and a large square product, the rate the floors use.
+const (
+	devGEMMRows       = 16 * 144
+	devGEMMPeak       = 8192
+	devBandwidthBytes = 1 << 30
+)
+
+// finish waits until the device has done the work queued on it: a download is ordered after
+// every earlier launch. On the CPU it copies one float.
+func finish(m *gpt2.Model) { finishBuf(m.B, m.Params) }
+
+func finishBuf(be backend.Backend, b backend.Buf) {
+	var one [1]float32
+	be.Download(one[:], b.Slice(0, 1))
+}
+
+// deviceMemory is what an accelerator backend says of its memory (launch.Backend).
+type deviceMemory interface {
+	Memory() (live, peak int64)
+	ResetPeak()
+}
+
+// backend is the engine's backend: opened once, so that a GPU has one context for every
+// section.
+func (b *bench) backend() (backend.Backend, error) {
+	if b.be == nil {
+		be, err := device.Open(b.device, device.Options{Threads: b.threads})
+		if err != nil {
+			return nil, err
+		}
+		b.be = be
+	}
+	return b.be, nil
+}
+
+// deviceName describes the GPU (empty on the CPU, whose name the header gives).
+func (b *bench) deviceName() string {
+	if b.device == "cpu" || b.be == nil {
+		return ""
+	}
+	if d, ok := b.be.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return b.be.Name()
+}
+
+// section runs f and records the most device memory the backend held meanwhile.
+func (b *bench) section(name string, f func()) {
+	if dm, ok := b.be.(deviceMemory); ok {
+		dm.ResetPeak()
+	}
+	f()
+	if dm, ok := b.be.(deviceMemory); ok {
+		_, peak := dm.Memory()
+		b.devPeak[name] = peak
+	}
+}
+
+// measureDeviceGEMM measures the device's ceilings: cuBLAS SGEMM through MatMul at the
+// model's shape and at a large square (the floors' rate), and the copy bandwidth.
+func (b *bench) measureDeviceGEMM(_, warmup, runs int) (gemmResults, error) {
+	var g gemmResults
+	be, err := b.backend()
+	if err != nil {
+		return g, err
+	}
+	g.single = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072)
+	g.pool = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d³", devGEMMPeak), devGEMMPeak, devGEMMPeak, devGEMMPeak)
+	g.blasThreads = skipped("OpenBLAS threads: the CPU's")
+	g.bandwidth = deviceBandwidth(be, warmup, runs)
+	return g, nil
+}
+
+// deviceBandwidth is the rate of the backend's Copy between two 1 GiB buffers, counting the
+// bytes read and the bytes written, in GB/s.
+func deviceBandwidth(be backend.Backend, warmup, runs int) series {
+	n := devBandwidthBytes / 4
+	src, dst := be.Alloc(n), be.Alloc(n)
+	be.Fill(src, 1.5)
+	for range max(warmup, 1) {
+		be.Copy(dst, src)
+	}
+	finishBuf(be, dst)
+	const reps = 20
+	var out []sample
+	for i := range runs {
+		s, _ := timed(func() (sample, error) {
+			for range reps {
+				be.Copy(dst, src)
+			}
+			finishBuf(be, dst)
+			return sample{}, nil
+		})
+		out = append(out, s)
+		progress("  device copy bandwidth %d/%d: %.0f GB/s", i+1, runs, 2*reps*devBandwidthBytes/s.ms/1e6)
+	}
+	return fromRuns(out, func(s sample) float64 { return 2 * reps * devBandwidthBytes / s.ms / 1e6 })
+}
+
+// floorRate is the SGEMM rate the floors use: the CPU backend's pool (its one thread with
+// -threads 1), or the device's peak product.
+func (b *bench) floorRate() series {
+	if b.device == "cpu" && b.threads == 1 {
+		return b.gemm.single
+	}
+	return b.gemm.pool
+}
+
+// rateName says which rate floorRate is.
+func (b *bench) rateName() string {
+	switch {
+	case b.device != "cpu":
+		return fmt.Sprintf("cuBLAS's SGEMM rate at %d³", devGEMMPeak)
+	case b.threads == 1:
+		return "the single thread's SGEMM rate"
+	}
+	return "the pool's SGEMM rate"
+}
+
+func (b *bench) deviceGEMMRows(add func(Row)) {
+	gr := "SGEMM through the cuda backend's MatMul (cuBLAS, FP32), and the device's memory bandwidth"
+	add(valueRow(gr, "gemm.device_model", fmt.Sprintf("%d×768 · 768×3072: the MLP's product over a GRPO minibatch", devGEMMRows), "GFLOP/s", b.gemm.single, 0))
+	add(valueRow(gr, "gemm.device_peak", fmt.Sprintf("%d³: the floors' rate", devGEMMPeak), "GFLOP/s", b.gemm.pool, 0))
+	add(valueRow(gr, "mem.bandwidth", "device-to-device Copy of 1 GiB, bytes read + written", "GB/s", b.gemm.bandwidth, 0))
+}
+
+// devMemRows are the device memory each section held at most: the engine's buffers
+// (parameters, gradients, optimizer moments, activations, KV caches, scratch), not the
+// context, the kernels' code or cuBLAS's workspace.
+func (b *bench) devMemRows(add func(Row)) {
+	gr := "device memory held by the engine's buffers, most at any time in the section (context, code and cuBLAS workspace not counted)"
+	for _, s := range []struct{ key, what string }{
+		{"engine", fmt.Sprintf("forward and train step, B=%d T=%d (model, gradients, AdamW moments, activations)", b.batch, b.seq)},
+		{"gen", fmt.Sprintf("generation, %d and %d sequences (+ the model and what the train step left)", genPrompts*genGroup, genGroup)},
+		{"grpo", "GRPO step (+ the reference model)"},
+	} {
+		if peak, ok := b.devPeak[s.key]; ok {
+			add(valueRow(gr, "devmem."+s.key, s.what, "MB", measured([]float64{float64(peak) / 1e6}), 0))
+		}
+	}
+}
