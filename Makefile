@@ -10,6 +10,8 @@
 #   make build-cuda  build the binary with the CUDA backend (-tags cuda)
 #   make test-cuda   GPU parity tests against the CPU backend (needs a GPU)
 #   make check-cuda  vet and build with -tags cuda, and ptx-check (no GPU needed; CI runs it)
+#   make gpu-check   build the GPU check's bundle, then run it: on a GPU, parity + end to end +
+#                    timings beside their floors + memcheck; without one, what needs none
 #   make ptx         regenerate the committed PTX from engine/backend/cuda/kernels/*.cu (nvcc)
 #   make ptx-check   fail if the committed PTX is not what nvcc makes from the sources
 
@@ -29,7 +31,7 @@ CUDA_APT_SOURCES   := /etc/apt/sources.list.d/rookscript-cuda.sources
 CUDA_PKG           := ./engine/backend/cuda
 
 .PHONY: setup setup-bench build run test bench fixtures fmt vet clean \
-        setup-cuda build-cuda test-cuda check-cuda ptx ptx-check
+        setup-cuda build-cuda test-cuda check-cuda gpu-check ptx ptx-check
 
 setup:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -81,6 +83,11 @@ test-cuda:
 check-cuda: ptx-check
 	$(GO) vet -tags cuda ./...
 	$(GO) build -tags cuda ./...
+
+# bench/gpu_check.sh run is the command for a GPU machine without Go: it reads the bundle.
+gpu-check:
+	bench/gpu_check.sh build
+	bench/gpu_check.sh run
 
 ptx:
 	$(GO) generate $(CUDA_PKG)/kernels
