@@ -4,7 +4,7 @@
 //	backend      the small interface of kernels a device implements, with Buf/I32 memory views
 //	backend/cpu  the CPU device: Go loops on goroutines plus OpenBLAS SGEMM through cgo
 //	backend/cuda the CUDA device (build tag cuda): launch (host side, cuBLAS), kernels (CUDA C
-//	             sources and their PTX), emu (the kernels without a GPU), internal test tools
+//	             sources and their PTX), emu (the kernels without a GPU), internal PTX tools
 //	device       opens a backend by name ("cpu", "cuda")
 //	gpt2         the model: parameter layout, packed-batch forward/backward, KV-cache decode,
 //	             Hugging Face and llm.c loaders and savers
@@ -22,4 +22,6 @@
 //	             position sources, the task mix, the dataset builder
 //	checkpoint   run directories: atomic checkpoints, exact resume, reference identity
 //	atomicfile   files replaced atomically (temporary file, fsync, rename)
+//	internal     paritytest: a backend checked against the CPU backend, kernel by kernel and
+//	             whole-model step by step (run by the CUDA emulator's tests and the GPU's)
 package engine

@@ -7,8 +7,8 @@ import (
 
 	"gorgonia.org/cu"
 
-	"github.com/rookscript/rookscript/engine/backend/cuda/internal/paritytest"
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
+	"github.com/rookscript/rookscript/engine/internal/paritytest"
 )
 
 // TestParity compares the GPU with the CPU backend: every kernel, determinism, a full

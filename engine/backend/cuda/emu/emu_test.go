@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/rookscript/rookscript/engine/backend"
-	"github.com/rookscript/rookscript/engine/backend/cuda/internal/paritytest"
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
 	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
+	"github.com/rookscript/rookscript/engine/internal/paritytest"
 )
 
 // TestParity runs the CUDA backend's host code and kernels on the emulator against the CPU
