@@ -1,7 +1,6 @@
 package luabind
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -12,6 +11,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/internal/procmem"
 )
 
 // DefaultBudgetFraction is the share of the machine's RAM a recipe's memory budget defaults to.
@@ -55,11 +55,9 @@ func luaMemLimit(L *lua.LState) int {
 
 // rook.memory.ram() → the machine's RAM in bytes (MemTotal), or nil, err.
 func luaMemRAM(L *lua.LState) int {
-	b, err := meminfo("MemTotal")
+	b, err := procmem.RAM()
 	if err != nil {
-		L.Push(lua.LNil)
-		L.Push(lua.LString(err.Error()))
-		return 2
+		return pushErr(L, err)
 	}
 	L.Push(lua.LNumber(b))
 	return 1
@@ -106,7 +104,7 @@ func budgetBytes(v lua.LValue) (int64, error) {
 			return int64(b), nil
 		}
 	}
-	ram, err := meminfo("MemTotal")
+	ram, err := procmem.RAM()
 	if err != nil {
 		return 0, fmt.Errorf("memory budget: %w (give a size instead)", err)
 	}
@@ -162,40 +160,10 @@ func luaMemPlan(L *lua.LState) int {
 
 // rook.memory.peak() → the process's peak resident memory in bytes (VmHWM), or nil, err.
 func luaMemPeak(L *lua.LState) int {
-	b, err := procStatus("VmHWM")
+	b, err := procmem.Peak()
 	if err != nil {
-		L.Push(lua.LNil)
-		L.Push(lua.LString(err.Error()))
-		return 2
+		return pushErr(L, err)
 	}
 	L.Push(lua.LNumber(b))
 	return 1
-}
-
-// meminfo reads a "kB" field of /proc/meminfo, in bytes.
-func meminfo(field string) (int64, error) { return kBField("/proc/meminfo", field) }
-
-// procStatus reads a "kB" field of /proc/self/status, in bytes.
-func procStatus(field string) (int64, error) { return kBField("/proc/self/status", field) }
-
-func kBField(path, field string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != field {
-			continue
-		}
-		num, ok := strings.CutSuffix(strings.TrimSpace(v), " kB")
-		n, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil {
-			return 0, fmt.Errorf("%s: cannot read %s %q", path, field, v)
-		}
-		return n << 10, nil
-	}
-	return 0, fmt.Errorf("%s: no %s", path, field)
 }

@@ -15,9 +15,17 @@ import (
 func TestLoadDefaultModel(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("ROOKSCRIPT_CACHE", cache)
+	// The cache entry is scripts/defaultmodel.lua's to name (its version beside its recipe).
+	dir, err := runLua(t, Options{}, "dir.lua", `print(require("defaultmodel").dir())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir = strings.TrimSpace(dir); filepath.Dir(dir) != cache {
+		t.Fatalf("the default model's cache entry %q is not in $ROOKSCRIPT_CACHE %s", dir, cache)
+	}
 	mc := gpt2.Config{VocabSize: 29, MaxSeqLen: 16, NumLayers: 1, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
-	model := filepath.Join(cache, "default-model-v1", "model")
-	os.MkdirAll(filepath.Dir(model), 0o755)
+	model := filepath.Join(dir, "model")
+	os.MkdirAll(dir, 0o755)
 	if err := gpt2.SaveHF(model, mc, gpt2.RandomParams(mc, 3)); err != nil {
 		t.Fatal(err)
 	}

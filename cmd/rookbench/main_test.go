@@ -317,17 +317,35 @@ func TestMemRows(t *testing.T) {
 	}
 }
 
-func TestKBField(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "status")
-	os.WriteFile(p, []byte("Name:\tx\nVmHWM:\t   2048 kB\nBad:\t12 MB\n"), 0o644)
-	if v, err := kBField(p, "VmHWM"); err != nil || v != 2048<<10 {
-		t.Errorf("VmHWM %d %v", v, err)
+// TestDefaultModelCached: the bench finds the default model where the binary says its cache
+// entry is (a fake binary here), a relative answer taken from the repository root as the main
+// job runs there, and reports a binary that cannot say.
+func TestDefaultModelCached(t *testing.T) {
+	root, tmp := t.TempDir(), t.TempDir()
+	bin := filepath.Join(root, "rookscript")
+	fake := func(body string) {
+		if err := os.WriteFile(bin, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := kBField(p, "Bad"); err == nil {
-		t.Error("a field not in kB: no error")
+	// The fake answers only the question the bench must ask, with the script it was given.
+	fake(`grep -qF 'require("defaultmodel").dir()' "$2" && [ "$1" = --quiet ] && echo cache/default-model-v9` + "\n")
+	if cached, err := defaultModelCached(bin, root, tmp); err != nil || cached {
+		t.Errorf("before the build: cached %v, %v", cached, err)
 	}
-	if _, err := kBField(p, "VmRSS"); err == nil {
-		t.Error("a missing field: no error")
+	model := filepath.Join(root, "cache", "default-model-v9", "model")
+	os.MkdirAll(model, 0o755)
+	os.WriteFile(filepath.Join(model, "config.json"), []byte("{}"), 0o644)
+	if cached, err := defaultModelCached(bin, root, tmp); err != nil || !cached {
+		t.Errorf("after the build: cached %v, %v", cached, err)
+	}
+	fake("echo 'no module defaultmodel' >&2; exit 1\n")
+	if _, err := defaultModelCached(bin, root, tmp); err == nil || !strings.Contains(err.Error(), "no module defaultmodel") {
+		t.Errorf("a binary that fails: %v", err)
+	}
+	fake("exit 0\n")
+	if _, err := defaultModelCached(bin, root, tmp); err == nil {
+		t.Error("a binary that prints nothing: no error")
 	}
 }
 

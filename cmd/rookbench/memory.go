@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/rookscript/rookscript/engine/optim"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/sft"
+	"github.com/rookscript/rookscript/internal/procmem"
 )
 
 // Peak memory of a workload against its analytic size (gpt2.Footprint: weights, gradients,
@@ -90,21 +90,18 @@ func runMemCase(name string, threads int) error {
 // system, the peak reset.
 func memBegin(r *memResult) error {
 	var err error
-	if r.Process, err = procStatus("VmHWM"); err != nil {
+	if r.Process, err = procmem.Peak(); err != nil {
 		return err
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		return fmt.Errorf("resetting the peak resident set: %w", err)
-	}
-	return nil
+	return procmem.ResetPeak()
 }
 
 // memEnd fills the peaks and Go's heap.
 func memEnd(r *memResult) error {
 	var err error
-	if r.Peak, err = procStatus("VmHWM"); err != nil {
+	if r.Peak, err = procmem.Peak(); err != nil {
 		return err
 	}
 	r.Process = max(r.Process, r.Peak)
@@ -199,7 +196,7 @@ func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, 
 // mainMicroBatch is the micro-batch recipes/grpo_stable.lua plans on this machine: its
 // bounds, half the RAM.
 func mainMicroBatch(cfg gpt2.Config) int {
-	ram, err := meminfo("MemTotal")
+	ram, err := procmem.RAM()
 	if err != nil {
 		ram = 8 << 30
 	}
@@ -308,14 +305,18 @@ func (b *bench) runMainJob() mainJob {
 	if _, err := os.Stat(bin); err != nil {
 		return mainJob{err: fmt.Errorf("%s not built (make build)", bin)}
 	}
-	if !defaultModelCached() {
-		return mainJob{err: errors.New("the default model is not in the cache yet: `make run` builds it once (about 10 min)")}
-	}
 	dir, err := os.MkdirTemp("", "rookbench-main-")
 	if err != nil {
 		return mainJob{err: err}
 	}
 	defer os.RemoveAll(dir)
+	cached, err := defaultModelCached(bin, root, dir)
+	if err != nil {
+		return mainJob{err: err}
+	}
+	if !cached {
+		return mainJob{err: errors.New("the default model is not in the cache yet: `make run` builds it once (about 10 min)")}
+	}
 	progress("  main job: %s recipes/grpo_stable.lua steps=2 (real recipe, cached default model)", bin)
 	cmd := exec.Command(bin, "recipes/grpo_stable.lua", "steps=2", "run_dir="+filepath.Join(dir, "run"),
 		"threads="+strconv.Itoa(b.threads))
@@ -326,14 +327,13 @@ func (b *bench) runMainJob() mainJob {
 	if err := cmd.Start(); err != nil {
 		return mainJob{err: err}
 	}
-	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var peak int64
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if v, err := kBField(status, "VmHWM"); err == nil {
+		if v, err := procmem.PeakOf(cmd.Process.Pid); err == nil {
 			peak = max(peak, v)
 		}
 		select {
@@ -354,18 +354,32 @@ func lastLines(s string, n int) string {
 	return strings.Join(l[max(0, len(l)-n):], " | ")
 }
 
-// defaultModelCached reports whether scripts/defaultmodel.lua's cache holds the model.
-func defaultModelCached() bool {
-	dir := os.Getenv("ROOKSCRIPT_CACHE")
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return false
-		}
-		dir = filepath.Join(base, "rookscript")
+// defaultModelCached reports whether the cache holds the default model the main job loads.
+// Where that is, the cache root (rook.cache_dir()) and the entry of the model's version, is
+// scripts/defaultmodel.lua's to say: bin asks it, in root as the main job runs, with a one-line
+// script written in tmp; the model is there once the entry has model/config.json (what
+// defaultmodel.ensure looks for).
+func defaultModelCached(bin, root, tmp string) (bool, error) {
+	where := filepath.Join(tmp, "where.lua")
+	if err := os.WriteFile(where, []byte(`print(require("defaultmodel").dir())`+"\n"), 0o644); err != nil {
+		return false, err
 	}
-	_, err := os.Stat(filepath.Join(dir, "default-model-v1", "model", "config.json"))
-	return err == nil
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, "--quiet", where)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return false, fmt.Errorf("asking %s where the default model is cached: %w: %s", bin, err, lastLines(errb.String(), 3))
+	}
+	entry := strings.TrimSpace(out.String())
+	if entry == "" {
+		return false, fmt.Errorf("%s printed no cache directory for the default model", bin)
+	}
+	if !filepath.IsAbs(entry) {
+		entry = filepath.Join(root, entry)
+	}
+	_, err := os.Stat(filepath.Join(entry, "model", "config.json"))
+	return err == nil, nil
 }
 
 func mb(b int64) float64 { return float64(b) / 1e6 }
@@ -399,32 +413,4 @@ func (b *bench) memRows(add func(Row)) {
 	row.Note = fmt.Sprintf("the whole process: its GRPO steps (analytic size above) and evaluations, Lua, the tokenizer, the Go collector's headroom; %.0f s", j.seconds)
 	add(row)
 	add(ratioRow(gr, "mem.main_job_ratio", "  main job peak / 1 GB", "target ≤ 1", one(mb(j.peak)), one(1000), false))
-}
-
-// meminfo reads a "kB" field of /proc/meminfo, in bytes.
-func meminfo(field string) (int64, error) { return kBField("/proc/meminfo", field) }
-
-// procStatus reads a "kB" field of /proc/self/status, in bytes.
-func procStatus(field string) (int64, error) { return kBField("/proc/self/status", field) }
-
-func kBField(path, field string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != field {
-			continue
-		}
-		num, ok := strings.CutSuffix(strings.TrimSpace(v), " kB")
-		n, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil {
-			return 0, fmt.Errorf("%s: cannot read %s %q", path, field, v)
-		}
-		return n << 10, nil
-	}
-	return 0, fmt.Errorf("%s: no %s", path, field)
 }
