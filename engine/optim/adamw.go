@@ -85,6 +85,9 @@ func (o *AdamW) SetSchedule(s Schedule) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("adamw: %w", err)
 	}
+	if s.Kind == ScheduleCosine && s.Total == 0 {
+		return fmt.Errorf("adamw: a cosine schedule needs total_updates, the update at which it reaches its floor")
+	}
 	o.Schedule = s
 	return nil
 }

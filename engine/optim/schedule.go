@@ -20,15 +20,18 @@ const (
 // checkpoint restores, so a resumed run continues the schedule where it was.
 type Schedule struct {
 	Kind     ScheduleKind `json:"lr_schedule"`
-	Warmup   int          `json:"lr_warmup"`     // updates of linear warm-up (0: none)
-	Total    int          `json:"total_updates"` // cosine: the update at which the rate reaches its floor
-	MinRatio float64      `json:"lr_min_ratio"`  // cosine: the floor as a fraction of lr
+	Warmup   int          `json:"lr_warmup"`                     // updates of linear warm-up (0: none)
+	Total    int          `json:"total_updates"`                 // cosine: the update at which the rate reaches its floor (0: not known yet)
+	MinRatio float64      `json:"lr_min_ratio" renamed:"lr_min"` // cosine: the floor as a fraction of lr
 }
 
 // ConstantSchedule is lr at every update.
 func ConstantSchedule() Schedule { return Schedule{Kind: ScheduleConstant} }
 
-// Validate reports an unknown kind or inconsistent numbers, naming the key.
+// Validate reports an unknown kind or a number out of range, naming the key. A cosine
+// schedule's total_updates may be 0 while a recipe does not know its length yet; the
+// optimizer takes it only once it is set (SetSchedule). A warm-up as long as the schedule or
+// longer never reaches lr, as torch's cosine schedule with warm-up does.
 func (s Schedule) Validate() error {
 	switch {
 	case s.Kind != ScheduleConstant && s.Kind != ScheduleCosine:
@@ -37,8 +40,8 @@ func (s Schedule) Validate() error {
 		return fmt.Errorf("lr_warmup must be ≥ 0, got %d", s.Warmup)
 	case !(s.MinRatio >= 0 && s.MinRatio <= 1):
 		return fmt.Errorf("lr_min_ratio must be in [0, 1], got %g", s.MinRatio)
-	case s.Kind == ScheduleCosine && s.Total <= s.Warmup:
-		return fmt.Errorf("total_updates must be > lr_warmup (%d) for a cosine schedule, got %d", s.Warmup, s.Total)
+	case s.Total < 0:
+		return fmt.Errorf("total_updates must be ≥ 0, got %d", s.Total)
 	}
 	return nil
 }

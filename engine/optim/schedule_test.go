@@ -26,6 +26,9 @@ func TestScheduleFactor(t *testing.T) {
 		{cosine, 110, 0.1},
 		{cosine, 999, 0.1},
 		{Schedule{Kind: ScheduleCosine, Total: 4}, 2, 0.5}, // no warm-up: (1 + cos(π/2))/2
+		// A warm-up longer than the schedule (a short run): it never reaches lr, then the floor.
+		{Schedule{Kind: ScheduleCosine, Warmup: 20, Total: 3, MinRatio: 0.1}, 3, 0.15},
+		{Schedule{Kind: ScheduleCosine, Warmup: 20, Total: 3, MinRatio: 0.1}, 21, 0.1},
 	}
 	for _, c := range cases {
 		if err := c.s.Validate(); err != nil {
@@ -41,7 +44,7 @@ func TestScheduleFactor(t *testing.T) {
 	}{
 		{Schedule{Kind: "cosinee"}, `lr_schedule "cosinee"`},
 		{Schedule{Kind: "linear"}, `lr_schedule "linear"`},
-		{Schedule{Kind: ScheduleCosine, Warmup: 10, Total: 10}, "total_updates must be > lr_warmup"},
+		{Schedule{Kind: ScheduleCosine, Warmup: 10, Total: -1}, "total_updates must be ≥ 0"},
 		{Schedule{Kind: ScheduleConstant, Warmup: -1}, "lr_warmup must be ≥ 0"},
 		{Schedule{Kind: ScheduleCosine, Total: 5, MinRatio: 1.5}, "lr_min_ratio"},
 		{Schedule{Kind: ScheduleCosine, Total: 5, MinRatio: math.NaN()}, "lr_min_ratio"},
@@ -72,6 +75,14 @@ func TestOptimizerOwnsTheLearningRate(t *testing.T) {
 	}
 	if err := oa.SetSchedule(Schedule{Kind: "cosinee"}); err == nil || !strings.Contains(err.Error(), "lr_schedule") {
 		t.Fatalf("SetSchedule accepted an unknown kind: %v", err)
+	}
+	// A recipe may leave a cosine schedule's length to be known later; the optimizer needs it.
+	unset := Schedule{Kind: ScheduleCosine, Warmup: 2}
+	if err := unset.Validate(); err != nil {
+		t.Fatalf("a cosine schedule without total_updates yet: %v", err)
+	}
+	if err := oa.SetSchedule(unset); err == nil || !strings.Contains(err.Error(), "total_updates") {
+		t.Fatalf("SetSchedule took a cosine schedule without total_updates: %v", err)
 	}
 	r := rand.New(rand.NewPCG(2, 3))
 	grad := func() []float32 {
