@@ -110,12 +110,14 @@ func Preflight(dir string, resume bool) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "checkpoints")); err == nil {
-		if err := (&Run{Dir: dir}).refuseCheckpoints(); err != nil {
-			return err
-		}
+	// As Create decides: another writer first (it takes the lock), then the checkpoints.
+	if err := probeLock(dir); err != nil {
+		return err
 	}
-	return probeLock(dir)
+	if _, err := os.Stat(filepath.Join(dir, "checkpoints")); err == nil {
+		return (&Run{Dir: dir}).refuseCheckpoints()
+	}
+	return nil
 }
 
 // refuseCheckpoints is the error of a new run in a directory whose checkpoints/ holds any.

@@ -15,6 +15,15 @@ const (
 	PolicyEvalsWidth = 40
 )
 
+// Token bounds of RookWorld text in GPT-2's tokenizer, for sizing KV caches and memory
+// plans: a prompt (P: with its padded FEN, or A: with FEN, move and history) is under
+// MaxPromptTokens, and an answer (the longest is an A: answer's new FEN and flags) fits
+// MaxAnswerTokens, the evaluation's decoding bound.
+const (
+	MaxPromptTokens = 128
+	MaxAnswerTokens = 144
+)
+
 // EnvHistoryLen is how many recent moves (the current one included) an A:
 // prompt carries.
 const EnvHistoryLen = 10
