@@ -2,6 +2,7 @@ package luabind
 
 import (
 	"fmt"
+	"reflect"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -24,40 +25,12 @@ func (a *adam) String() string {
 
 func checkAdam(L *lua.LState, n int) *adam { return check[*adam](L, n, adamType) }
 
-// adamwOptions are rook.adamw's settings: AdamW's own and its learning-rate schedule's.
+// adamwOptions are rook.adamw's settings: AdamW's and its learning-rate schedule's, and
+// betas = {beta1, beta2} as torch spells them.
 type adamwOptions struct {
 	optim.AdamWConfig
 	optim.Schedule
-}
-
-// readAdamW reads rook.adamw's options over the defaults: every setting of adamwOptions,
-// and betas = {beta1, beta2} as torch spells them.
-func readAdamW(t *lua.LTable) (adamwOptions, error) {
-	o := adamwOptions{AdamWConfig: optim.DefaultAdamW(), Schedule: optim.ConstantSchedule()}
-	if err := decodeOptions(t, &o, "betas"); err != nil {
-		return o, err
-	}
-	if t != nil {
-		switch b := t.RawGetString("betas").(type) {
-		case *lua.LNilType:
-		case *lua.LTable:
-			n1, ok1 := b.RawGetInt(1).(lua.LNumber)
-			n2, ok2 := b.RawGetInt(2).(lua.LNumber)
-			if !ok1 || !ok2 || b.Len() != 2 {
-				return o, fmt.Errorf(`option "betas" must be {beta1, beta2}`)
-			}
-			o.Beta1, o.Beta2 = float64(n1), float64(n2)
-		default:
-			return o, fmt.Errorf(`option "betas" must be a table {beta1, beta2}, got a %s`, b.Type())
-		}
-	}
-	if err := o.AdamWConfig.Validate(); err != nil {
-		return o, err
-	}
-	if err := o.Schedule.Validate(); err != nil {
-		return o, fmt.Errorf("adamw: %w", err)
-	}
-	return o, nil
+	Betas []float64 `json:"betas,omitempty"`
 }
 
 // rook.adamw(model, {lr=, betas={b1, b2}, eps=, weight_decay=, decay_all=, lr_schedule=,
@@ -69,10 +42,7 @@ func (e *Env) luaAdamW(L *lua.LState) int {
 	if m.frozen {
 		L.ArgError(1, "a reference model is frozen: it cannot have an optimizer")
 	}
-	o, err := readAdamW(L.OptTable(2, nil))
-	if err != nil {
-		L.RaiseError("rook.adamw: %s", bare(err, "adamw"))
-	}
+	o := settingsArg[adamwOptions](L, 2, "adamw", "rook.adamw")
 	opt, err := optim.NewAdamW(m.m, o.AdamWConfig)
 	if err == nil {
 		err = opt.SetSchedule(o.Schedule)
@@ -112,7 +82,7 @@ var adamMethods = map[string]lua.LGFunction{
 	// opt:options() → the optimizer's settings under their canonical names.
 	"options": func(L *lua.LState) int {
 		a := checkAdam(L, 1)
-		L.Push(settingsTable(L, adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule}))
+		L.Push(structTable(L, reflect.ValueOf(adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule})))
 		return 1
 	},
 }

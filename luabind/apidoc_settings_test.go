@@ -2,6 +2,8 @@ package luabind
 
 import (
 	"fmt"
+
+	"github.com/rookscript/rookscript/engine/grpo"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -33,72 +35,42 @@ type settingsSpec struct {
 	defaults func(L *lua.LState) (first, second []any, err error)
 }
 
-// groupDefaults say how each setting group (settingGroups: what rook.check and rook.settings
-// know) gets its defaults; every group must have an entry.
-var groupDefaults = map[string]settingsSpec{
+// sectionColumns say how each section's defaults are shown, where one column of the call's
+// defaults is not the whole story; every other section shows spec.defaults(false).
+var sectionColumns = map[string]settingsSpec{
 	"grpo": {headers: []string{"default", "with `trl_compat = true`"},
-		defaults: func(L *lua.LState) ([]any, []any, error) {
-			d, err := grpoOptions(nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			t := L.NewTable()
-			t.RawSetString("trl_compat", lua.LTrue)
-			trl, err := grpoOptions(t)
-			return []any{d, trl}, []any{d, trl}, err
+		defaults: func(*lua.LState) ([]any, []any, error) {
+			d, trl := *sectionNamed("grpo").defaults(false).(*grpo.Config), *sectionNamed("grpo").defaults(true).(*grpo.Config)
+			return []any{d, trl}, []any{d, trl}, nil
 		}},
 	"rollout": {headers: []string{"default"},
 		defaults: func(L *lua.LState) ([]any, []any, error) {
-			// The group a rollout gets without one, from a real call; the rest from the
-			// binding's reading of an empty option table, twice on one model.
-			if err := L.DoString(`return require("rook").load("random:tiny"):rollout({ "a" }, { max_new_tokens = 1 }).group`); err != nil {
-				return nil, nil, err
-			}
-			group := L.ToInt(-1)
-			L.Pop(1)
+			// Two calls on one model without settings: the seed is drawn per call.
 			m := &model{}
-			return []any{m.sampling(L, nil, "model:rollout", group)}, []any{m.sampling(L, nil, "model:rollout", group)}, nil
-		}},
-	"adamw": {headers: []string{"default"},
-		defaults: func(*lua.LState) ([]any, []any, error) {
-			o, err := readAdamW(nil)
-			return []any{o}, []any{o}, err
-		}},
-	"reward": {headers: []string{"default"},
-		defaults: func(*lua.LState) ([]any, []any, error) {
-			c, _, err := rewardOptions(nil)
-			return []any{c}, []any{c}, err
-		}},
-	"stockfish": {headers: []string{"default"},
-		defaults: func(*lua.LState) ([]any, []any, error) {
-			c, err := stockfishOptions(nil)
-			return []any{c}, []any{c}, err
-		}},
-	"eval": {headers: []string{"default"},
-		defaults: func(*lua.LState) ([]any, []any, error) {
-			// readEval hands its defaults on as the rollout and reward configs it builds.
-			c, r, _, err := readEval(nil)
-			o := evalOptions{MaxNewTokens: c.MaxNewTokens, Temperature: c.Temperature, Greedy: c.Greedy, Seed: c.Seed, RewardConfig: r}
-			return []any{o}, []any{o}, err
+			L.Push(lua.LNil)
+			defer L.Pop(1)
+			return []any{m.sampling(L, L.GetTop())}, []any{m.sampling(L, L.GetTop())}, nil
 		}},
 }
 
-// settingsSpecs are every documented option struct: the setting groups, and rook.sft's
-// options, whose defaults live inside their calls (the meaning column gives them).
-func settingsSpecs() (map[string]settingsSpec, error) {
+// settingsSpecs are every documented option struct: the sections, and rook.sft.loss's
+// options, whose defaults live inside the call (the meaning column gives them).
+func settingsSpecs() map[string]settingsSpec {
 	specs := map[string]settingsSpec{
-		"sft.step": {call: "rook.sft.step", typ: reflect.TypeFor[sftStepOptions]()},
 		"sft.loss": {call: "rook.sft.loss", typ: reflect.TypeFor[sftLossOptions]()},
 	}
-	for _, g := range settingGroups {
-		spec, ok := groupDefaults[g.name]
+	for _, s := range sectionSpecs {
+		spec, ok := sectionColumns[s.name]
 		if !ok {
-			return nil, fmt.Errorf("setting group %q (%s) has no entry in groupDefaults: say how the binding builds its defaults", g.name, g.call)
+			spec = settingsSpec{headers: []string{"default"}, defaults: func(*lua.LState) ([]any, []any, error) {
+				d := reflect.ValueOf(s.defaults(false)).Elem().Interface()
+				return []any{d}, []any{d}, nil
+			}}
 		}
-		spec.call, spec.typ = g.call, g.typ
-		specs[g.name] = spec
+		spec.call, spec.typ = s.call, s.typ
+		specs[s.name] = spec
 	}
-	return specs, nil
+	return specs
 }
 
 var settingsOpen = regexp.MustCompile(`^<!-- settings (\S+) -->$`)
@@ -187,6 +159,14 @@ func (g *generatedTable) add(t reflect.Type, prefix string, first, second []refl
 		a, b := make([]reflect.Value, len(first)), make([]reflect.Value, len(second))
 		for c := range first {
 			a[c], b[c] = first[c].FieldByIndex(f.index), second[c].FieldByIndex(f.index)
+		}
+		if call := documented[f.typ]; call != "" && f.typ.Kind() == reflect.Struct {
+			row := []string{code(prefix + name), "", "table, or a section, of " + call + "'s settings"}
+			for range a {
+				row = append(row, call+"'s")
+			}
+			g.rows = append(g.rows, row)
+			continue
 		}
 		if f.typ.Kind() == reflect.Struct {
 			if err := g.add(f.typ, prefix+name+".", a, b, nil); err != nil {

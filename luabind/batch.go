@@ -210,9 +210,11 @@ func luaRewardFn(L *lua.LState) int {
 func batchLogprobGap(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	m := checkModel(L, 2)
-	o := optsArg(L, 3, "batch:logprob_gap")
-	alone := o.int("alone", 4)
-	o.done()
+	o := struct {
+		Alone int `json:"alone"`
+	}{Alone: 4}
+	options(L, 3, "batch:logprob_gap", &o)
+	alone := o.Alone
 	gap := func(idx []int) float64 {
 		var gb gpt2.Batch
 		var want []float32

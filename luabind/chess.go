@@ -2,7 +2,6 @@ package luabind
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -58,57 +57,13 @@ func checkStockfish(L *lua.LState, n int) *stockfishPool {
 	return check[*stockfishPool](L, n, stockfishType)
 }
 
-// optStockfish reads an engine= option: nil when absent, else a rook.stockfish.
-func optStockfish(L *lua.LState, v lua.LValue, what string) *stockfish.Pool {
-	p, err := poolOf(v)
-	if err != nil {
-		L.RaiseError("%s %s", what, err.Error())
-	}
-	return p
-}
-
-// poolOf returns the pool of a rook.stockfish value, nil for nil.
-func poolOf(v lua.LValue) (*stockfish.Pool, error) {
-	if v == lua.LNil {
-		return nil, nil
-	}
-	if ud, ok := v.(*lua.LUserData); ok {
-		if g, ok := ud.Value.(*stockfishPool); ok {
-			return g.p, nil
-		}
-	}
-	return nil, fmt.Errorf("must be a rook.stockfish, got a %s", describe(v))
-}
-
-// stockfishOptions reads rook.stockfish's options over stockfish.DefaultConfig, under
-// their names or their recipe aliases (stockfish_depth), and validates them.
-func stockfishOptions(t *lua.LTable) (stockfish.Config, error) {
-	c := stockfish.DefaultConfig()
-	if err := decodeOptions(t, &c); err != nil {
-		return c, err
-	}
-	return c, oneLine(c.Validate())
-}
-
-// oneLine joins a multi-error's lines with "; " for a one-line message.
-func oneLine(err error) error {
-	if err == nil || !strings.Contains(err.Error(), "\n") {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
-}
-
 // rook.stockfish{depth=10, workers=1, multipv=5, path=, timeout=30, hash_mb=16, retries=2,
 // threads=1, cache_file=, cache_size=0} → a rook.stockfish, or nil, err when the engine
 // cannot start (a missing engine says how to install one). An out-of-range setting is an
 // error naming it; path "" finds stockfish on PATH, then /usr/games/stockfish. The settings
-// are stockfish.Config's: each is also accepted under its recipe name (stockfish_depth, and
-// stockfish for path), so rook.stockfish(rook.settings(cfg, "stockfish")) needs no renaming.
+// are stockfish.Config's, as a table or a recipe's stockfish section.
 func (e *Env) luaStockfish(L *lua.LState) int {
-	cfg, err := stockfishOptions(L.OptTable(1, nil))
-	if err != nil {
-		L.RaiseError("rook.stockfish: %s", err.Error())
-	}
+	cfg := settingsArg[stockfish.Config](L, 1, "stockfish", "rook.stockfish")
 	p, err := stockfish.NewPool(L.Context(), cfg)
 	if err != nil {
 		return pushErr(L, err)
@@ -156,10 +111,24 @@ func (p *positions) Close() error { return p.src.Close() }
 
 func checkPositions(L *lua.LState, n int) *positions { return check[*positions](L, n, positionsType) }
 
-// rook.positions(path | spec) → a position source. spec: {path=, kind=, loop=, seed=,
+// positionsOptions are rook.positions's options: the source's, the prompts' task mix, and
+// the generator's, whose engine is a rook.stockfish.
+type positionsOptions struct {
+	rookworld.SourceSpec
+	Generator struct {
+		rookworld.GeneratorOptions
+		Engine *stockfishPool `json:"engine"`
+	} `json:"generator"`
+	Task        string  `json:"task"`
+	EnvFraction float64 `json:"env_fraction"`
+	Pad         bool    `json:"pad"`
+}
+
+// rook.positions(path | spec) → a position source. spec: {path=, kind=, loop=true, seed=,
 // per_game=, min_ply=, max_ply=, skip_invalid=, task="policy"|"env"|"mix",
-// env_fraction=0.5, pad=true, generator={seed=, style=, min_plies=, max_plies=,
-// engine=, guide_prob=}}. "generator" (or kind="generator") plays seeded games.
+// env_fraction=0.5, pad=true, generator={seed=, style=, min_ply=, max_ply=, engine=,
+// guide_prob=, guide_depth=, guide_top=}}. "generator" (or kind="generator") plays seeded
+// games.
 func (e *Env) luaPositions(L *lua.LState) int {
 	p := &positions{mix: rookworld.Mix{Task: rookworld.MixPolicy, EnvFraction: 0.5, Pad: true}}
 	if s, ok := L.Get(1).(lua.LString); ok {
@@ -168,25 +137,15 @@ func (e *Env) luaPositions(L *lua.LState) int {
 			p.spec = rookworld.SourceSpec{Kind: "generator"}
 		}
 	} else {
-		o := optsArg(L, 1, "rook.positions")
-		p.spec = rookworld.SourceSpec{Path: o.str("path", ""), Kind: o.str("kind", ""), Loop: o.boolean("loop", true),
-			SkipInvalid: o.boolean("skip_invalid", false), Seed: uint64(o.int("seed", 0)),
-			PerGame: o.int("per_game", 0), MinPly: o.int("min_ply", 0), MaxPly: o.int("max_ply", 0)}
-		p.mix.Task = o.str("task", p.mix.Task)
-		p.mix.EnvFraction = o.num("env_fraction", p.mix.EnvFraction)
-		p.mix.Pad = o.boolean("pad", p.mix.Pad)
-		if gt, ok := o.value("generator").(*lua.LTable); ok {
-			g := newOpts(L, gt, "rook.positions generator")
-			p.spec.Kind = "generator"
-			p.spec.Generator = rookworld.GeneratorOptions{Seed: uint64(g.int("seed", 0)), Style: g.str("style", ""),
-				MinPlies: g.int("min_plies", 0), MaxPlies: g.int("max_plies", 0), GuideProb: g.num("guide_prob", 0),
-				GuideDepth: g.int("guide_depth", 0), GuideTop: g.int("guide_top", 0)}
-			p.spec.Generator.Engine = optStockfish(L, g.value("engine"), "rook.positions: generator.engine")
-			g.done()
-		} else if o.value("generator") != lua.LNil {
-			L.RaiseError("rook.positions: generator must be a table")
+		o := positionsOptions{SourceSpec: rookworld.SourceSpec{Loop: true}, Task: p.mix.Task, EnvFraction: 0.5, Pad: true}
+		options(L, 1, "rook.positions", &o)
+		p.spec, p.mix.Task, p.mix.EnvFraction, p.mix.Pad = o.SourceSpec, o.Task, o.EnvFraction, o.Pad
+		if g, ok := L.Get(1).(*lua.LTable); ok && g.RawGetString("generator") != lua.LNil {
+			p.spec.Kind, p.spec.Generator = "generator", o.Generator.GeneratorOptions
+			if o.Generator.Engine != nil {
+				p.spec.Generator.Engine = o.Generator.Engine.p
+			}
 		}
-		o.done()
 	}
 	switch p.mix.Task {
 	case rookworld.MixPolicy, rookworld.MixEnv, rookworld.MixBoth:
@@ -216,9 +175,11 @@ var positionsMethods = map[string]lua.LGFunction{
 func positionsNext(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	n := L.OptInt(2, 1)
-	o := optsArg(L, 3, "positions:next")
-	task := o.str("task", p.mix.Task)
-	o.done()
+	o := struct {
+		Task string `json:"task"`
+	}{Task: p.mix.Task}
+	options(L, 3, "positions:next", &o)
+	task := o.Task
 	out := L.CreateTable(n, 0)
 	for range n {
 		index := p.src.Cursor().Count
@@ -281,54 +242,40 @@ func positionsRestore(L *lua.LState) int {
 	return 0
 }
 
-// rewardOptions reads a chess reward option table: rookworld.RewardConfig's settings over
-// its defaults (policy = {...} and env = {...} weights over theirs), validated, and
-// engine = a rook.stockfish (nil when absent).
-func rewardOptions(t *lua.LTable) (rookworld.RewardConfig, *stockfish.Pool, error) {
-	c := rookworld.DefaultRewardConfig()
-	if err := decodeOptions(t, &c, "engine"); err != nil {
-		return c, nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return c, nil, oneLine(err)
-	}
-	pool, err := engineOption(t)
-	return c, pool, err
-}
-
-// engineOption reads the engine= of an option table: nil when absent, else a rook.stockfish.
-func engineOption(t *lua.LTable) (*stockfish.Pool, error) {
-	if t == nil {
-		return nil, nil
-	}
-	p, err := poolOf(t.RawGetString("engine"))
+// scorer builds the scorer of argument n, the reward settings (a table or a reward
+// section), with the engine of argument n+1 (a rook.stockfish, or nil), raising an error that
+// starts with what.
+func scorer(L *lua.LState, n int, what string) *rookworld.Scorer {
+	c := settingsArg[rookworld.RewardConfig](L, n, "reward", what)
+	s, err := rookworld.NewScorer(optEngine(L, n+1, what), c)
 	if err != nil {
-		return nil, fmt.Errorf("engine %w", err)
+		L.RaiseError("%s: %s", what, err.Error())
 	}
-	return p, nil
+	return s
 }
 
-// scorer builds the scorer of a reward option table, raising an error that starts with what.
-func scorer(L *lua.LState, t *lua.LTable, what string) *rookworld.Scorer {
-	c, pool, err := rewardOptions(t)
-	if err == nil {
-		var s *rookworld.Scorer
-		if s, err = rookworld.NewScorer(pool, c); err == nil {
-			return s
+// optEngine reads argument n of call: nil, or a rook.stockfish.
+func optEngine(L *lua.LState, n int, call string) *stockfish.Pool {
+	if L.Get(n) == lua.LNil {
+		return nil
+	}
+	if ud, ok := L.Get(n).(*lua.LUserData); ok {
+		if g, ok := ud.Value.(*stockfishPool); ok {
+			return g.p
 		}
 	}
-	L.RaiseError("%s: %s", what, err.Error())
+	L.RaiseError("%s: the engine (argument %d) must be a %s, got %s", call, n, stockfishType, describe(L.Get(n)))
 	return nil
 }
 
-// rook.reward.chess(batch, {engine=, malformed=-0.3, illegal=-0.1, policy={...}, env={...},
-// rank_credit={...}, legal_credit=, eval_clip=, fen_partial=, shaping=, truncated_floor=,
-// depth=}) (rookworld.RewardConfig's settings) scores every completion with the RookWorld rewards, sets the batch's rewards and
-// components (policy/<name>, env/<name>, malformed, illegal) and returns
-// {mean=, p_count=, a_count=, malformed=, components={name = mean}}.
+// rook.reward.chess(batch [, settings [, engine]]) scores every completion with the RookWorld
+// rewards (settings: rookworld.RewardConfig's, a table or a reward section; engine: the
+// rook.stockfish that judges P: answers), sets the batch's rewards and components
+// (policy/<name>, env/<name>, malformed, illegal) and returns {mean=, p_count=, a_count=,
+// malformed=, components={name = mean}}.
 func luaRewardChess(L *lua.LState) int {
 	b := checkBatch(L, 1)
-	s := scorer(L, L.OptTable(2, nil), "rook.reward.chess")
+	s := scorer(L, 2, "rook.reward.chess")
 	ins := make([]rookworld.Input, len(b.b.Completions))
 	for i, c := range b.b.Completions {
 		ins[i] = rookworld.Input{Prompt: b.prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
@@ -411,51 +358,38 @@ func rewardSummary(L *lua.LState, b *rollout.Batch, res []rookworld.Result) *lua
 	return fromGo(L, out).(*lua.LTable)
 }
 
-// evalOptions are rook.eval's settings: how it decodes (greedy by default; the names are
-// rollout.Config's) and how it scores (rookworld.RewardConfig's).
+// evalOptions are rook.eval's settings: how it decodes (one greedy completion per prompt by
+// default; the names are rollout.Config's) and how it scores.
 type evalOptions struct {
-	MaxNewTokens int     `json:"max_new_tokens"`
-	Temperature  float32 `json:"temperature"`
-	Greedy       bool    `json:"greedy"`
-	Seed         uint64  `json:"seed"`
-	rookworld.RewardConfig
+	MaxNewTokens int                    `json:"max_new_tokens"`
+	Temperature  float32                `json:"temperature"`
+	Greedy       bool                   `json:"greedy"`
+	Seed         uint64                 `json:"seed"`
+	Reward       rookworld.RewardConfig `json:"reward"`
 }
 
-// readEval reads rook.eval's options over its defaults: the sampling config of one greedy
-// completion per prompt of at most 144 tokens, the reward config, and the engine.
-func readEval(t *lua.LTable) (rollout.Config, rookworld.RewardConfig, *stockfish.Pool, error) {
-	o := evalOptions{MaxNewTokens: 144, Temperature: 1, Greedy: true, RewardConfig: rookworld.DefaultRewardConfig()}
-	if err := decodeOptions(t, &o, "engine"); err != nil {
-		return rollout.Config{}, o.RewardConfig, nil, err
-	}
-	cfg := rollout.Config{Group: 1, MaxNewTokens: o.MaxNewTokens, Temperature: o.Temperature, Seed: o.Seed}
-	cfg.Greedy = o.Greedy
-	if err := cfg.Validate(); err != nil {
-		return cfg, o.RewardConfig, nil, errors.New(bare(err, "rollout"))
-	}
-	if err := o.RewardConfig.Validate(); err != nil {
-		return cfg, o.RewardConfig, nil, oneLine(err)
-	}
-	pool, err := engineOption(t)
-	return cfg, o.RewardConfig, pool, err
+func (o evalOptions) rollout() rollout.Config {
+	c := rollout.Config{Group: 1, MaxNewTokens: o.MaxNewTokens, Temperature: o.Temperature, Seed: o.Seed}
+	c.Greedy = o.Greedy
+	return c
 }
 
-// rook.eval(model, prompts, {engine=, max_new_tokens=144, temperature=1, greedy=true, seed=0,
-// ...reward options}) → the DESIGN evaluation metrics (p_format, p_legal_best, p_best_acc,
-// p_top5_legal, p_top5_overlap, a_format, a_fen_exact, a_flags_acc, a_reward_acc), counts,
-// reward_mean, and answers: one table per prompt, in prompt order, {task="policy"|"env", reward=,
-// and its task's metrics for that answer alone} — what paired intervals resample.
+// rook.eval(model, prompts [, settings [, engine]]) → the DESIGN evaluation metrics
+// (p_format, p_legal_best, p_best_acc, p_top5_legal, p_top5_overlap, a_format, a_fen_exact,
+// a_flags_acc, a_reward_acc), counts, reward_mean, and answers: one table per prompt, in
+// prompt order, {task="policy"|"env", reward=, and its task's metrics for that answer alone} —
+// what paired intervals resample. settings: evalOptions's (one greedy completion of at most
+// 144 tokens per prompt by default, and reward = {...} or a reward section), a table or an
+// eval section.
 func luaEval(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
-	cfg, rc, pool, err := readEval(L.OptTable(3, nil))
-	var s *rookworld.Scorer
-	if err == nil {
-		s, err = rookworld.NewScorer(pool, rc)
-	}
+	o := settingsArg[evalOptions](L, 3, "eval", "rook.eval")
+	s, err := rookworld.NewScorer(optEngine(L, 4, "rook.eval"), o.Reward)
 	if err != nil {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
+	cfg := o.rollout()
 	b := m.generate(L, prompts, cfg)
 	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
@@ -511,11 +445,12 @@ func luaChessStep(L *lua.LState) int {
 	return 1
 }
 
-// rook.chess.score(prompt, completion, {engine=, ...reward options}) → the scored answer:
-// {total=, task=, components={...}, malformed=, illegal=, problems={...}}.
+// rook.chess.score(prompt, completion [, settings [, engine]]) → the scored answer: {total=,
+// task=, components={...}, malformed=, illegal=, problems={...}}; settings and engine as
+// rook.reward.chess takes them.
 func luaChessScore(L *lua.LState) int {
 	prompt, completion := L.CheckString(1), L.CheckString(2)
-	s := scorer(L, L.OptTable(3, nil), "rook.chess.score")
+	s := scorer(L, 3, "rook.chess.score")
 	r, err := s.Score(L.Context(), rookworld.Input{Prompt: prompt, Completion: completion})
 	if err != nil {
 		return pushErr(L, err)
@@ -537,11 +472,8 @@ func (e *Env) luaDataset(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	g := checkStockfish(L, 2)
 	path := L.CheckString(3)
-	o := optsArg(L, 4, "rook.chess.dataset")
-	opt := rookworld.DatasetOptions{Rows: o.int("rows", 0), EnvFraction: o.num("env_fraction", 0.5), Seed: uint64(o.int("seed", 0)),
-		Depth: o.int("depth", 0), JSONL: o.boolean("jsonl", false), PublicBestQuirk: o.boolean("public_best_quirk", false),
-		ShuffleCandidates: o.boolean("shuffle_candidates", false), IllegalFraction: o.num("illegal_fraction", 0)}
-	o.done()
+	opt := rookworld.DatasetOptions{EnvFraction: 0.5}
+	options(L, 4, "rook.chess.dataset", &opt)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return pushErr(L, err)
 	}

@@ -67,35 +67,38 @@ func TestOverrideSyntax(t *testing.T) {
 	}
 }
 
-// TestConfigAliasesAndRules: an engine setting may be given under any of its names (on the
-// command line, in TOML, at any table depth) but only once; no source may give a
-// non-finite number; the recipe's declared rules are checked on the resolved values; every
-// such error names its key and has no Lua traceback.
-func TestConfigAliasesAndRules(t *testing.T) {
+// TestConfigSectionsAndRules: a section's setting may be given under its name or TRL's alias,
+// bare or with its section, on the command line or in TOML (a [section] table or a bare key),
+// but only once; no source may give a non-finite number; the recipe's declared rules are
+// checked on the resolved values; every such error names its key and has no Lua traceback.
+func TestConfigSectionsAndRules(t *testing.T) {
 	dir := t.TempDir()
 	recipe := filepath.Join(dir, "train.lua")
 	os.WriteFile(recipe, []byte(`
 		local rook = require("rook")
-		local cfg = rook.config({ beta = 0.02, epsilon = 0.2, steps = 10, grid = { loss_type = { "grpo" } },
-		                          frac = 0.5, mode = "a", even = 2 },
+		local cfg = rook.config({ steps = 10, grid = { loss_type = { "grpo" } }, frac = 0.5, mode = "a", even = 2,
+		                          grpo = { beta = 0.02 } },
 		                        { steps = "integer >= 1", frac = "[0, 1]", mode = "one of a, b",
 		                          even = function(v) return v % 2 == 0, "must be even" end })
-		print(cfg.beta, cfg.epsilon, cfg.steps, cfg.grid.loss_type[2] or "-", cfg.kl_coef)
+		print(cfg.grpo.beta, cfg.grpo.epsilon, cfg.steps, cfg.grid.loss_type[2] or "-", cfg.grpo.loss_type)
 	`), 0o644)
 	cases := []struct {
 		name, toml string
 		args       []string
 		want       string
 	}{
-		{"defaults", "", nil, "0.02\t0.2\t10\t-\tnil"},
-		{"alias override", "", []string{"kl_coef=0.05", "clip=0.1"}, "0.05\t0.1\t10\t-\tnil"},
-		{"alias in toml", "kl_coef = 0.07\n", nil, "0.07\t0.2\t10\t-\tnil"},
-		{"alias in a table", "", []string{`grid.aggregation=["grpo", "dapo"]`}, "0.02\t0.2\t10\tdapo\tnil"},
-		{"two names on the command line", "", []string{"beta=0.1", "kl_coef=0.2"}, `override kl_coef=0.2: beta already set "beta" (the same setting)`},
-		{"two names in toml", "beta = 0.1\nkl_coef = 0.2\n", nil, `"kl_coef" and "beta" name the same setting`},
+		{"defaults", "", nil, "0.02	0.2	10	-	grpo"},
+		{"alias override", "", []string{"kl_coef=0.05", "grpo.epsilon=0.1"}, "0.05	0.1	10	-	grpo"},
+		{"a setting the recipe never named", "", []string{"loss_type=dapo"}, "0.02	0.2	10	-	dapo"},
+		{"alias in toml", "kl_coef = 0.07\n", nil, "0.07\t0.2\t10\t-\tgrpo"},
+		{"section in toml", "[grpo]\nepsilon = 0.3\nloss_type = \"bnpo\"\n", nil, "0.02\t0.3\t10\t-\tbnpo"},
+		{"a recipe table", "", []string{`grid.loss_type=["grpo", "dapo"]`}, "0.02\t0.2\t10\tdapo\tgrpo"},
+		{"two names on the command line", "", []string{"beta=0.1", "kl_coef=0.2"}, `override kl_coef=0.2: beta already set grpo.beta (the same setting)`},
+		{"two names in toml", "[grpo]\nbeta = 0.1\nkl_coef = 0.2\n", nil, `option "grpo.beta" is given twice, as "grpo.beta", "grpo.kl_coef"`},
 		{"nan override", "", []string{"kl_coef=nan"}, `override kl_coef=nan: want a finite number, got "nan"`},
-		{"inf in toml", "beta = inf\n", nil, `key "beta": want a finite number, got +Inf`},
-		{"misspelt alias", "", []string{"klcoef=1"}, `unknown key "klcoef" (did you mean "kl_coef"?)`},
+		{"inf in toml", "[grpo]\nbeta = inf\n", nil, `key "grpo.beta": want a finite number, got +Inf`},
+		{"misspelt setting", "", []string{"grpo.klcoef=1"}, `unknown option "grpo.klcoef" (did you mean "kl_coef"?)`},
+		{"an old name", "", []string{"clip=0.1"}, `override clip=0.1: clip is now grpo.epsilon`},
 		{"rule: integer", "", []string{"steps=0"}, "config: steps must be an integer ≥ 1, got 0"},
 		{"rule: interval", "", []string{"frac=1.5"}, "config: frac must be a finite number in [0, 1], got 1.5"},
 		{"rule: one of", "", []string{"mode=c"}, `config: mode must be one of a, b, got "c"`},

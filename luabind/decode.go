@@ -9,78 +9,92 @@ import (
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rookscript/rookscript/internal/editdist"
 )
 
-// A config struct names each setting once: the field's json tag is its canonical name, an
-// alias tag lists other names that still reach it (`alias:"kl_coef"`). Embedded structs
-// contribute their settings as if they were the outer struct's; a named struct field is a
-// group of settings of its own (policy = {best_rank = 0.5}); fields tagged "-" or without a
-// json tag are not settings. One decoder reads option tables and recipe configs into such
-// structs, so no binding keeps a list of keys of its own.
+// One decoder reads every option table of the Lua API into a Go struct, the settings of
+// recipe sections included. A struct names each setting once: the field's json tag is its
+// name; an alias tag lists the other names that reach it (TRL's, `alias:"kl_coef"`); a
+// renamed tag lists names this project used before, which are refused with the new one.
+// Embedded structs contribute their settings as the outer struct's; a named struct field is
+// a group of its own (policy = {best_rank = 0.5}), given as a sub-table or as a section of
+// that type; a pointer field takes a userdata of that type (policy = a rook.model); fields
+// tagged "-" or without a json tag are not settings.
 
-// settings is a config struct's schema.
-type settings struct {
-	fields map[string]setting // canonical name → field
-	alias  map[string]string  // alias → canonical name
-	names  []string           // canonical names in declaration order
+type schema struct {
+	fields  map[string]field  // canonical name → field
+	alias   map[string]string // alias → canonical name
+	renamed map[string]string // an old name → canonical name
+	names   []string          // canonical names in declaration order
 }
 
-type setting struct {
-	name    string
+type field struct {
 	index   []int // reflect path through embedded structs
 	typ     reflect.Type
 	aliases []string
 }
 
-var schemas sync.Map // reflect.Type → *settings
+var schemas sync.Map // reflect.Type → *schema
 
-// schemaOf returns the schema of struct type t.
-func schemaOf(t reflect.Type) *settings {
+func schemaOf(t reflect.Type) *schema {
 	if s, ok := schemas.Load(t); ok {
-		return s.(*settings)
+		return s.(*schema)
 	}
-	s := &settings{fields: map[string]setting{}, alias: map[string]string{}}
+	s := &schema{fields: map[string]field{}, alias: map[string]string{}, renamed: map[string]string{}}
 	s.collect(t, nil)
 	schemas.Store(t, s)
 	return s
 }
 
-func (s *settings) collect(t reflect.Type, prefix []int) {
+func (s *schema) collect(t reflect.Type, prefix []int) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		index := append(slices.Clone(prefix), i)
-		tag, ok := f.Tag.Lookup("json")
-		name, _, _ := strings.Cut(tag, ",")
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.Anonymous && f.Type.Kind() == reflect.Struct && name == "" {
 			s.collect(f.Type, index)
 			continue
 		}
-		if !ok || name == "" || name == "-" || !f.IsExported() {
+		if name == "" || name == "-" || !f.IsExported() {
 			continue
 		}
-		st := setting{name: name, index: index, typ: f.Type}
-		if a := f.Tag.Get("alias"); a != "" {
-			st.aliases = strings.Split(a, ",")
-			for _, al := range st.aliases {
-				s.alias[al] = name
+		if _, dup := s.fields[name]; !dup {
+			s.names = append(s.names, name)
+		}
+		fd := field{index: index, typ: f.Type} // an outer field shadows an embedded one
+		for _, a := range strings.Split(f.Tag.Get("alias"), ",") {
+			if a != "" {
+				s.alias[a], fd.aliases = name, append(fd.aliases, a)
 			}
 		}
-		s.fields[name] = st
-		s.names = append(s.names, name)
+		for _, a := range strings.Split(f.Tag.Get("renamed"), ",") {
+			if a != "" {
+				s.renamed[a] = name
+			}
+		}
+		s.fields[name] = fd
 	}
 }
 
-// canonical returns the canonical name of key (itself or the setting it is an alias of).
-func (s *settings) canonical(key string) (string, bool) {
+// canonical returns the name of the setting key names (itself or the setting it is an alias
+// of), or an error for an old name or an unknown key, with a suggestion among this struct's
+// own names.
+func (s *schema) canonical(key, path string) (string, error) {
 	if _, ok := s.fields[key]; ok {
-		return key, true
+		return key, nil
 	}
-	c, ok := s.alias[key]
-	return c, ok
+	if c, ok := s.alias[key]; ok {
+		return c, nil
+	}
+	if c, ok := s.renamed[key]; ok {
+		return "", fmt.Errorf("option %q is now %q", path+key, path+c)
+	}
+	return "", fmt.Errorf("unknown option %q%s", path+key, didYouMean(key, s.known()))
 }
 
-// known lists every accepted key, canonical names first.
-func (s *settings) known() []string {
+// known lists every accepted name, canonical names first.
+func (s *schema) known() []string {
 	out := slices.Clone(s.names)
 	for a := range s.alias {
 		out = append(out, a)
@@ -89,113 +103,88 @@ func (s *settings) known() []string {
 	return out
 }
 
-// decodeOptions sets the fields of dst (a pointer to a config struct holding its defaults)
-// from option table t (nil: no options). Keys in extra are the caller's and are skipped. A
-// nested config struct is read from a sub-table over its defaults (policy = {best_rank =
-// 0.5} changes one weight), a slice from a list. An unknown key, a value of the wrong type,
-// or one setting given under two of its names is an error naming the key by its path
-// ("policy.best_rank").
-func decodeOptions(t *lua.LTable, dst any, extra ...string) error {
-	if t == nil {
-		return nil
+// options reads argument n of a call, an optional option table, into *dst over the defaults
+// it holds, raising the call's error for a key or value it does not take.
+func options(L *lua.LState, n int, call string, dst any) {
+	if err := decode(L.Get(n), dst, ""); err != nil {
+		L.RaiseError("%s: %s", call, err.Error())
 	}
-	return decodeTable(t, reflect.ValueOf(dst).Elem(), "", extra)
 }
 
-// decodeTable sets the settings of struct v from t; path prefixes the keys in messages.
-func decodeTable(t *lua.LTable, v reflect.Value, path string, extra []string) error {
-	values := map[string]lua.LValue{}
-	var badKey lua.LValue
-	t.ForEach(func(k, val lua.LValue) {
-		ks, ok := k.(lua.LString)
+// decode sets the settings of *dst (a struct holding its defaults) from v: nil (no
+// options), an option table, or a section of the same type. path prefixes keys in messages
+// ("policy." inside policy = {...}).
+func decode(v lua.LValue, dst any, path string) error {
+	return decodeValue(v, reflect.ValueOf(dst).Elem(), path)
+}
+
+func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
+	if sec := sectionOf(v); sec != nil && sec.live.Type().Elem() == dst.Type() {
+		dst.Set(sec.live.Elem())
+		return nil
+	}
+	if v == lua.LNil {
+		return nil
+	}
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return fmt.Errorf("want a table of settings, got %s", shownLua(v))
+	}
+	s := schemaOf(dst.Type())
+	given := map[string]string{} // canonical → the key that gave it
+	var err error
+	t.ForEach(func(k, x lua.LValue) {
+		if err != nil {
+			return
+		}
+		ks, isStr := k.(lua.LString)
+		if !isStr {
+			err = fmt.Errorf("option keys are names, got %s %s", k.Type(), k.String())
+			return
+		}
+		key := string(ks)
+		c, e := s.canonical(key, path)
 		switch {
-		case !ok:
-			if badKey == nil {
-				badKey = k
-			}
-		case slices.Contains(extra, string(ks)):
+		case e != nil:
+			err = e
+		case given[c] != "":
+			err = fmt.Errorf("option %q is given twice, as %s", path+c, quoteList(sorted(path+given[c], path+key)))
 		default:
-			values[string(ks)] = val
+			given[c] = key
 		}
 	})
-	if badKey != nil {
-		where := ""
-		if path != "" {
-			where = fmt.Sprintf(" (in %q)", strings.TrimSuffix(path, "."))
-		}
-		return fmt.Errorf("option keys are names, got %s %s%s", badKey.Type(), badKey.String(), where)
+	if err != nil {
+		return err
 	}
-	s := schemaOf(v.Type())
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if _, ok := s.canonical(k); !ok {
-			known := append(s.known(), extra...)
-			for i := range known {
-				known[i] = path + known[i]
-			}
-			return fmt.Errorf("unknown option %q%s", path+k, didYouMean(path+k, known))
-		}
-	}
-	for _, name := range s.names {
-		f := s.fields[name]
-		var given []string
-		for _, k := range append([]string{name}, f.aliases...) {
-			if _, ok := values[k]; ok {
-				given = append(given, path+k)
-			}
-		}
-		switch len(given) {
-		case 0:
+	for _, c := range s.names {
+		key, ok := given[c]
+		if !ok {
 			continue
-		case 1:
-		default:
-			return fmt.Errorf("option %q is given twice, as %s", path+name, quoteList(given))
 		}
-		key := strings.TrimPrefix(given[0], path)
 		label := fmt.Sprintf("option %q", path+key)
-		if key != name {
-			label += " (" + name + ")"
+		if key != c {
+			label += " (" + c + ")"
 		}
-		x, fv := values[key], v.FieldByIndex(f.index)
-		if fv.Kind() == reflect.Struct {
-			sub, ok := x.(*lua.LTable)
-			if !ok {
-				return fmt.Errorf("%s: want a table of settings, got %s", label, shownLua(x))
-			}
-			if err := decodeTable(sub, fv, path+key+".", nil); err != nil {
-				return err
+		f, x := dst.FieldByIndex(s.fields[c].index), t.RawGetString(key)
+		if _, isTable := x.(*lua.LTable); f.Kind() == reflect.Struct && (isTable || sectionOf(x) != nil) {
+			if err := decodeValue(x, f, path+key+"."); err != nil {
+				return err // it names its key by its path
 			}
 			continue
 		}
-		if err := setField(fv, x); err != nil {
+		if err := setField(f, x, path+key+"."); err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
 	}
 	return nil
 }
 
-// shownLua writes a Lua value for a message: numbers, strings and booleans as they are,
-// anything else by its type.
-func shownLua(x lua.LValue) string {
-	switch y := x.(type) {
-	case lua.LNumber:
-		return fmt.Sprintf("%g", float64(y))
-	case lua.LString:
-		return fmt.Sprintf("the string %q", string(y))
-	case lua.LBool:
-		return fmt.Sprintf("%t", bool(y))
-	}
-	return "a " + describe(x)
-}
+func sorted(a ...string) []string { slices.Sort(a); return a }
 
-// setField stores Lua value x in field f: a number in a numeric field (an integer where
-// the field is one), a string in a string field (named string types included), a list in
-// a slice.
-func setField(f reflect.Value, x lua.LValue) error {
+// setField stores Lua value x in f: a number in a numeric field (an integer where the field
+// is one), a string in a string field (named string types too), a list in a slice, a table
+// or a section in a struct, a userdata of the field's type in a pointer field.
+func setField(f reflect.Value, x lua.LValue, path string) error {
 	n, isNum := x.(lua.LNumber)
 	switch f.Kind() {
 	case reflect.Float64, reflect.Float32:
@@ -227,6 +216,8 @@ func setField(f reflect.Value, x lua.LValue) error {
 			return fmt.Errorf("want a string, got %s", shownLua(x))
 		}
 		f.SetString(string(s))
+	case reflect.Struct:
+		return decodeValue(x, f, path)
 	case reflect.Slice:
 		t, ok := x.(*lua.LTable)
 		if !ok {
@@ -239,23 +230,69 @@ func setField(f reflect.Value, x lua.LValue) error {
 		}
 		out := reflect.MakeSlice(f.Type(), n, n)
 		for i := range n {
-			if err := setField(out.Index(i), t.RawGetInt(i+1)); err != nil {
+			if err := setField(out.Index(i), t.RawGetInt(i+1), path); err != nil {
 				return fmt.Errorf("element %d: %w", i+1, err)
 			}
 		}
 		f.Set(out)
+	case reflect.Pointer, reflect.Interface:
+		if x == lua.LNil {
+			return nil
+		}
+		if v := reflect.ValueOf(x); f.Kind() == reflect.Interface && v.Type().AssignableTo(f.Type()) {
+			f.Set(v) // a raw Lua value (lua.LValue, *lua.LTable, *lua.LFunction)
+			return nil
+		}
+		if ud, ok := x.(*lua.LUserData); ok && ud.Value != nil && reflect.TypeOf(ud.Value) == f.Type() {
+			f.Set(reflect.ValueOf(ud.Value))
+			return nil
+		}
+		if v := reflect.ValueOf(x); v.Type().AssignableTo(f.Type()) {
+			f.Set(v)
+			return nil
+		}
+		return fmt.Errorf("want a %s, got %s", userTypeName(f.Type()), shownLua(x))
 	default:
 		return fmt.Errorf("a %s setting cannot be set from Lua", f.Type())
 	}
 	return nil
 }
 
-// settingsTable renders a config struct's settings as a Lua table under their canonical
-// names (what rook.grpo.defaults() returns): nested structs as sub-tables, slices as lists.
-func settingsTable(L *lua.LState, src any) *lua.LTable {
-	return structTable(L, reflect.ValueOf(src))
+// userTypeName names the Lua type of a pointer field.
+func userTypeName(t reflect.Type) string {
+	switch t {
+	case reflect.TypeFor[*model]():
+		return modelType
+	case reflect.TypeFor[*adam]():
+		return adamType
+	case reflect.TypeFor[*positions]():
+		return positionsType
+	case reflect.TypeFor[*stockfishPool]():
+		return stockfishType
+	case reflect.TypeFor[*lua.LTable]():
+		return "table"
+	case reflect.TypeFor[*lua.LFunction]():
+		return "function"
+	}
+	return t.String()
 }
 
+// shownLua writes a Lua value for a message: numbers, strings and booleans as they are,
+// anything else by its type.
+func shownLua(x lua.LValue) string {
+	switch y := x.(type) {
+	case lua.LNumber:
+		return fmt.Sprintf("%g", float64(y))
+	case lua.LString:
+		return fmt.Sprintf("the string %q", string(y))
+	case lua.LBool:
+		return fmt.Sprintf("%t", bool(y))
+	}
+	return "a " + describe(x)
+}
+
+// structTable renders a settings struct as a Lua table under canonical names: nested
+// structs as sub-tables, slices as lists.
 func structTable(L *lua.LState, v reflect.Value) *lua.LTable {
 	s := schemaOf(v.Type())
 	t := L.CreateTable(0, len(s.names))
@@ -295,7 +332,7 @@ func luaValue(L *lua.LState, f reflect.Value) lua.LValue {
 func didYouMean(key string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
+		if d := editdist.Levenshtein(key, k); d < bestD || (d == bestD && k < best) {
 			best, bestD = k, d
 		}
 	}
@@ -303,4 +340,12 @@ func didYouMean(key string, known []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func quoteList(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
 }

@@ -2,7 +2,6 @@ package luabind
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -13,16 +12,14 @@ import (
 	"github.com/rookscript/rookscript/engine/stockfish"
 )
 
-// TestEngineSettingNames: every field of a setting group's struct (nested structs too) is a
-// named setting (or explicitly "-"), and no name a flat config may use (canonical or alias)
-// means two different settings, so a flat recipe config can carry them all. A group made of
-// other groups' settings (rook.eval's) uses their names: each of its settings is one of
-// theirs, under the same names.
-func TestEngineSettingNames(t *testing.T) {
-	owner := map[string]string{}
-	for _, g := range settingGroups {
+// TestSectionSettingNames: every field of a section's struct (nested structs too) is a named
+// setting (or explicitly "-"), and within a struct no name (canonical, alias or old) means two
+// settings.
+func TestSectionSettingNames(t *testing.T) {
+	for _, sec := range sectionSpecs {
 		var walk func(reflect.Type)
 		walk = func(st reflect.Type) {
+			names := map[string]string{}
 			for i := range st.NumField() {
 				f := st.Field(i)
 				if f.Anonymous {
@@ -37,51 +34,20 @@ func TestEngineSettingNames(t *testing.T) {
 					walk(f.Type)
 				}
 			}
-		}
-		walk(g.typ)
-		if g.of != nil {
-			continue
-		}
-		s := schemaOf(g.typ)
-		for _, name := range s.names {
-			names := g.flatNames(name)
-			if len(names) == 0 && !slices.Contains(g.perCall, name) {
-				t.Errorf("%s.%s has no name in a flat config", g.name, name)
+			s := schemaOf(st)
+			for _, n := range s.names {
+				names[n] = n
 			}
-			for _, n := range names {
-				if prev, dup := owner[n]; dup {
-					t.Errorf("%q names %s and %s.%s", n, prev, g.name, name)
-				}
-				owner[n] = g.name + "." + name
-			}
-		}
-	}
-	for _, g := range settingGroups {
-		if g.of == nil {
-			continue
-		}
-		s := schemaOf(g.typ)
-		for _, name := range s.names {
-			found := false
-			for _, o := range g.of {
-				og := group(o)
-				if og == nil {
-					t.Fatalf("group %s is made of unknown group %q", g.name, o)
-				}
-				if _, ok := schemaOf(og.typ).fields[name]; ok {
-					found = true
-					if a, b := g.flatNames(name), og.flatNames(name); !slices.Equal(a, b) {
-						t.Errorf("%s.%s is named %v, %s.%s %v", g.name, name, a, o, name, b)
+			for _, m := range []map[string]string{s.alias, s.renamed} {
+				for old, c := range m {
+					if prev, dup := names[old]; dup {
+						t.Errorf("%s: %q names %s and %s", st, old, prev, c)
 					}
-					if a, b := s.fields[name].typ, schemaOf(og.typ).fields[name].typ; a != b {
-						t.Errorf("%s.%s is a %s, %s.%s a %s", g.name, name, a, o, name, b)
-					}
+					names[old] = c
 				}
 			}
-			if !found {
-				t.Errorf("%s.%s is a setting of none of %v", g.name, name, g.of)
-			}
 		}
+		walk(sec.typ)
 	}
 }
 
@@ -96,21 +62,21 @@ func luaTable(t *testing.T, L *lua.LState, src string) *lua.LTable {
 	return v
 }
 
-func TestDecodeOptions(t *testing.T) {
+func TestDecode(t *testing.T) {
 	L := lua.NewState()
 	defer L.Close()
 	c := grpo.DefaultConfig()
-	if err := decodeOptions(luaTable(t, L, `{ kl_coef = 0.1, loss_type = "dapo", num_iterations = 3, drop_zero_std = true }`), &c); err != nil {
+	if err := decode(luaTable(t, L, `{ kl_coef = 0.1, loss_type = "dapo", num_iterations = 3, drop_zero_std = true }`), &c, ""); err != nil {
 		t.Fatal(err)
 	}
 	if c.Beta != 0.1 || c.LossType != grpo.LossDAPO || c.NumIterations != 3 || !c.DropZeroStd || c.Epsilon != 0.2 {
 		t.Errorf("decoded %+v", c)
 	}
 	var o adamwOptions // embedded structs: their settings are the outer struct's
-	if err := decodeOptions(luaTable(t, L, `{ lr = 3e-4, lr_schedule = "cosine", total_updates = 10, betas = {} }`), &o, "betas"); err != nil {
+	if err := decode(luaTable(t, L, `{ lr = 3e-4, lr_schedule = "cosine", total_updates = 10, betas = { 0.8, 0.9 } }`), &o, ""); err != nil {
 		t.Fatal(err)
 	}
-	if o.LR != 3e-4 || o.Kind != "cosine" || o.Total != 10 {
+	if o.LR != 3e-4 || o.Kind != "cosine" || o.Total != 10 || len(o.Betas) != 2 {
 		t.Errorf("decoded %+v", o)
 	}
 	for src, want := range map[string]string{
@@ -120,14 +86,20 @@ func TestDecodeOptions(t *testing.T) {
 		`{ minibatches = 2.5 }`:           `option "minibatches": want an integer, got 2.5`,
 		`{ drop_zero_std = 1 }`:           `option "drop_zero_std": want true or false, got 1`,
 		`{ loss_type = {} }`:              `option "loss_type": want a string, got a table`,
-		`{ epsilon = 0.1, clip = 0.2 }`:   `option "epsilon" is given twice, as "epsilon", "clip"`,
+		`{ beta = 0.1, kl_coef = 0.2 }`:   `option "beta" is given twice, as "beta", "kl_coef"`,
+		`{ clip = 0.2 }`:                  `option "clip" is now "epsilon"`,
+		`{ epochs = 2 }`:                  `option "epochs" is now "num_iterations"`,
 		`{ scale_reward = "batch" }`:      `unknown option "scale_reward" (did you mean "scale_rewards"?)`,
 		`{ importance_sampling = "seq" }`: `unknown option "importance_sampling"`,
+		`{ betas = 1 }`:                   `unknown option "betas"`, // another struct's setting is not suggested either
 	} {
 		c := grpo.DefaultConfig()
-		if err := decodeOptions(luaTable(t, L, src), &c); err == nil || !strings.Contains(err.Error(), want) {
+		if err := decode(luaTable(t, L, src), &c, ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", src, err, want)
 		}
+	}
+	if err := decode(luaTable(t, L, `{ bets = 1 }`), &o, ""); err == nil || !strings.Contains(err.Error(), `did you mean "betas"?`) {
+		t.Errorf("a misspelt adamw key: %v (want a suggestion among adamw's own names)", err)
 	}
 }
 
@@ -139,8 +111,8 @@ func TestDecodeNestedListsAndNamedStrings(t *testing.T) {
 	defer L.Close()
 	c := rookworld.DefaultRewardConfig()
 	src := `{ policy = { best_rank = 0.6 }, env = { fen = 0.5, flags = 0.25 }, rank_credit = { 1, 0.5 },
-	          shaping = "centered", malformed_floor = -0.5, fen_partial = true }`
-	if err := decodeOptions(luaTable(t, L, src), &c); err != nil {
+	          shaping = "centered", malformed = -0.5, fen_partial = true }`
+	if err := decode(luaTable(t, L, src), &c, ""); err != nil {
 		t.Fatal(err)
 	}
 	want := rookworld.DefaultRewardConfig()
@@ -157,41 +129,45 @@ func TestDecodeNestedListsAndNamedStrings(t *testing.T) {
 	}
 
 	for src, want := range map[string]string{
-		`{ policy = { best_rnk = 1 } }`:            `unknown option "policy.best_rnk" (did you mean "policy.best_rank"?)`,
-		`{ policy = { eval = "x" } }`:              `option "policy.eval": want a number, got the string "x"`,
-		`{ env = { flags = 1, flags2 = 1 } }`:      `unknown option "env.flags2" (did you mean "env.flags"?)`,
-		`{ policy = 1 }`:                           `option "policy": want a table of settings, got 1`,
-		`{ policy = { [1] = 0.5 } }`:               `option keys are names, got number 1 (in "policy")`,
-		`{ rank_credit = 1 }`:                      `option "rank_credit": want a list, got 1`,
-		`{ rank_credit = { 1, "x" } }`:             `option "rank_credit": element 2: want a number, got the string "x"`,
-		`{ rank_credit = { 1, best = 2 } }`:        `option "rank_credit": want a list (keys 1, 2, …, n)`,
-		`{ shaping = 1 }`:                          `option "shaping": want a string, got 1`,
-		`{ malformed = -1, malformed_floor = -1 }`: `option "malformed" is given twice, as "malformed", "malformed_floor"`,
+		`{ policy = { best_rnk = 1 } }`:       `unknown option "policy.best_rnk" (did you mean "best_rank"?)`,
+		`{ policy = { eval = "x" } }`:         `option "policy.eval": want a number, got the string "x"`,
+		`{ env = { flags = 1, flags2 = 1 } }`: `unknown option "env.flags2" (did you mean "flags"?)`,
+		`{ policy = 1 }`:                      `option "policy": want a table of settings, got 1`,
+		`{ policy = { [1] = 0.5 } }`:          `option keys are names, got number 1`,
+		`{ rank_credit = 1 }`:                 `option "rank_credit": want a list, got 1`,
+		`{ rank_credit = { 1, "x" } }`:        `option "rank_credit": element 2: want a number, got the string "x"`,
+		`{ rank_credit = { 1, best = 2 } }`:   `option "rank_credit": want a list (keys 1, 2, …, n)`,
+		`{ shaping = 1 }`:                     `option "shaping": want a string, got 1`,
+		`{ malformed_floor = -1 }`:            `option "malformed_floor" is now "malformed"`,
 	} {
 		c := rookworld.DefaultRewardConfig()
-		if err := decodeOptions(luaTable(t, L, src), &c); err == nil || !strings.Contains(err.Error(), want) {
+		if err := decode(luaTable(t, L, src), &c, ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", src, err, want)
 		}
 	}
 
-	// A float of seconds, and a recipe's alias for the bare name.
+	// A float of seconds; the names recipes used before sections are refused with the new one.
 	sf := stockfish.DefaultConfig()
-	if err := decodeOptions(luaTable(t, L, `{ timeout = 2.5, stockfish_depth = 6, stockfish = "/bin/sf" }`), &sf); err != nil {
+	if err := decode(luaTable(t, L, `{ timeout = 2.5, depth = 6, path = "/bin/sf" }`), &sf, ""); err != nil {
 		t.Fatal(err)
 	}
 	if sf.Timeout != 2.5 || sf.Depth != 6 || sf.Path != "/bin/sf" || sf.Workers != 1 {
 		t.Errorf("decoded %+v", sf)
 	}
+	if err := decode(luaTable(t, L, `{ stockfish_depth = 6 }`), &sf, "stockfish."); err == nil ||
+		!strings.Contains(err.Error(), `option "stockfish.stockfish_depth" is now "stockfish.depth"`) {
+		t.Errorf("an old name: %v", err)
+	}
 }
 
-// TestSettingsTableNested: settingsTable renders nested structs as sub-tables and slices as
+// TestStructTableNested: structTable renders nested structs as sub-tables and slices as
 // lists, and decoding what it renders gives the config back.
-func TestSettingsTableNested(t *testing.T) {
+func TestStructTableNested(t *testing.T) {
 	L := lua.NewState()
 	defer L.Close()
 	want := rookworld.DefaultRewardConfig()
 	want.Policy.Eval, want.RankCredit, want.Shaping = 0.3, []float64{1, 0.25, 0}, rookworld.ShapeStrict
-	tbl := settingsTable(L, want)
+	tbl := structTable(L, reflect.ValueOf(want))
 	if p, ok := tbl.RawGetString("policy").(*lua.LTable); !ok || p.RawGetString("eval") != lua.LNumber(0.3) {
 		t.Fatalf("policy = %v", tbl.RawGetString("policy"))
 	}
@@ -199,7 +175,7 @@ func TestSettingsTableNested(t *testing.T) {
 		t.Fatalf("rank_credit = %v", tbl.RawGetString("rank_credit"))
 	}
 	var got rookworld.RewardConfig
-	if err := decodeOptions(tbl, &got); err != nil {
+	if err := decode(tbl, &got, ""); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -34,20 +34,41 @@ func Example_config() {
 func Example_configUnknownKey() {
 	run([]string{"kl_coeff=0.1"}, `
 		local rook = require("rook")
-		rook.config{ kl_coef = 0.005, steps = 200 }
+		rook.config{ steps = 200, grpo = { beta = 0.005 } }
 	`)
 	// Output: example.lua:3: override kl_coeff=0.1: unknown key "kl_coeff" (did you mean "kl_coef"?)
 }
 
-// An engine setting can be given under any of its names: beta is TRL's name for the KL
-// coefficient, kl_coef the name this project used before.
-func Example_configAlias() {
-	run([]string{"kl_coef=0.01", "clip_low=0.1"}, `
+// A section holds one engine call's settings: those the recipe gives, and every other one at
+// the call's default. The command line reaches a setting by its name (beta, or kl_coef, TRL's
+// PPO name for it) or with its section (grpo.epsilon); the call takes the section as it is.
+func Example_configSections() {
+	run([]string{"kl_coef=0.01", "grpo.epsilon=0.1"}, `
 		local rook = require("rook")
-		local cfg = rook.config{ beta = 0.005, epsilon = 0.2 }
-		print(cfg.beta, cfg.epsilon, cfg.kl_coef)
+		local cfg = rook.config{ steps = 200, grpo = { beta = 0.005 } }
+		print(cfg.grpo.beta, cfg.grpo.epsilon, cfg.grpo.loss_type, rook.grpo.defaults(cfg.grpo).beta)
 	`)
-	// Output: 0.01	0.1	nil
+	// Output: 0.01	0.1	grpo	0.01
+}
+
+// A section's setter checks the new value as the config did.
+func Example_configSetter() {
+	run(nil, `
+		local rook = require("rook")
+		local cfg = rook.config{ grpo = { beta = 0.05 } }
+		cfg.grpo.beta = 0.02
+		print(cfg.grpo.beta)
+		cfg.grpo.beta = -1
+	`)
+	// Output:
+	// 0.02
+	// example.lua:6: grpo.beta = -1: grpo: beta must be a finite number ≥ 0, got -1
+}
+
+// A name this project used before is refused with the new one.
+func Example_configRenamed() {
+	run([]string{"clip=0.1"}, `require("rook").config{ grpo = {} }`)
+	// Output: example.lua:1: override clip=0.1: clip is now grpo.epsilon
 }
 
 // A recipe declares what its own values must be; a value that breaks its rule stops the

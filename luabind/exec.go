@@ -13,7 +13,8 @@ import (
 )
 
 // rook.exec(path, overrides) runs another recipe in a fresh Lua state, with the overrides
-// as its key=value config arguments (numbers, strings, booleans, lists), and returns what
+// as its key=value config arguments (numbers, strings, booleans, lists; a table of named
+// values as dotted keys, stockfish = {depth = 4} as stockfish.depth=4), and returns what
 // the recipe returns, and, when a run's recovery policy stopped it, the stop report as a
 // second value. A relative path is looked up from the working directory, then from the
 // calling recipe's directory. Scripted ablations are this call in a loop. A failed last save
@@ -27,17 +28,26 @@ func (e *Env) luaExec(L *lua.LState) int {
 		}
 	}
 	var args []string
-	if o != nil {
+	var flatten func(prefix string, t *lua.LTable)
+	flatten = func(prefix string, t *lua.LTable) {
 		var keys []string
-		o.ForEach(func(k, _ lua.LValue) { keys = append(keys, k.String()) })
+		t.ForEach(func(k, _ lua.LValue) { keys = append(keys, k.String()) })
 		sort.Strings(keys)
 		for _, k := range keys {
-			s, err := overrideText(o.RawGetString(k))
-			if err != nil {
-				L.ArgError(2, fmt.Sprintf("override %s: %v", k, err))
+			v := t.RawGetString(k)
+			if sub, ok := v.(*lua.LTable); ok && sub.Len() == 0 && hasKeys(sub) {
+				flatten(prefix+k+".", sub) // a table of named values: a section's settings, dotted
+				continue
 			}
-			args = append(args, k+"="+s)
+			s, err := overrideText(v)
+			if err != nil {
+				L.ArgError(2, fmt.Sprintf("override %s: %v", prefix+k, err))
+			}
+			args = append(args, prefix+k+"="+s)
 		}
+	}
+	if o != nil {
+		flatten("", o)
 	}
 	child, err := New(Options{Args: args, Recipe: path, Stdout: e.out, Quiet: e.opts.Quiet, Modules: e.opts.Modules})
 	if err != nil {
@@ -133,4 +143,9 @@ func luaCacheDir(L *lua.LState) int {
 func luaExists(L *lua.LState) int {
 	L.Push(lua.LBool(fileExists(L.CheckString(1))))
 	return 1
+}
+
+func hasKeys(t *lua.LTable) bool {
+	k, _ := t.Next(lua.LNil)
+	return k != lua.LNil
 }

@@ -1,30 +1,16 @@
 package luabind
 
 import (
-	"errors"
+	"reflect"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/grpo"
+	"github.com/rookscript/rookscript/engine/rollout"
+	"github.com/rookscript/rookscript/engine/rookworld"
 )
-
-// grpoOptions reads rook.grpo.step's options into a grpo.Config: this project's defaults, or
-// TRL's when trl_compat = true; then every key given, under its canonical name or an alias.
-func grpoOptions(t *lua.LTable) (grpo.Config, error) {
-	c := grpo.DefaultConfig()
-	if t != nil && t.RawGetString("trl_compat") == lua.LTrue {
-		c = grpo.TRLConfig()
-	}
-	if t != nil && t.RawGetString("lr") != lua.LNil {
-		return c, errors.New(`option "lr": the learning rate belongs to the optimizer (rook.adamw{lr=, lr_schedule=, lr_warmup=}, opt:set_lr, opt:scale_lr)`)
-	}
-	if err := decodeOptions(t, &c); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
-}
 
 // trainerState is the GRPO trainer of a policy, kept across steps for its scratch buffers
 // and its warn-once memory.
@@ -33,11 +19,8 @@ type trainerState struct{ tr *grpo.Trainer }
 // rook.grpo.defaults([{trl_compat = true}]) → the step's default options under their
 // canonical names (TRL's defaults and conventions with trl_compat).
 func luaGRPODefaults(L *lua.LState) int {
-	c, err := grpoOptions(L.OptTable(1, nil))
-	if err != nil {
-		L.RaiseError("rook.grpo.defaults: %s", bare(err, "grpo"))
-	}
-	L.Push(settingsTable(L, c))
+	c := settingsArg[grpo.Config](L, 1, "grpo", "rook.grpo.defaults")
+	L.Push(structTable(L, reflect.ValueOf(c)))
 	return 1
 }
 
@@ -63,10 +46,7 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 		L.ArgError(3, "this optimizer belongs to another model")
 	}
 	b := checkBatch(L, 4)
-	cfg, err := grpoOptions(L.OptTable(5, nil))
-	if err != nil {
-		L.RaiseError("rook.grpo.step: %s", bare(err, "grpo"))
-	}
+	cfg := settingsArg[grpo.Config](L, 5, "grpo", "rook.grpo.step")
 	if cfg.Beta > 0 && ref == nil {
 		L.ArgError(2, "beta > 0 needs a reference model")
 	}
@@ -97,6 +77,39 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 	}
 	L.Push(metricsTable(L, m))
 	return 1
+}
+
+// rook.grpo.plan(policy, {prompts=, rollout=, grpo=, eval_size=0, eval=, budget=}) → the
+// micro-batch plan of a GRPO run of policy within a memory budget (rook.memory.budget's spec),
+// as grpo.Plan counts it: prompts per step, the rollout's group and max_new_tokens (a table or
+// a rollout section), the step's minibatches and β (a reference scores every micro-batch when
+// β > 0), and an evaluation of eval_size prompts decoded at once with eval's max_new_tokens.
+// Returns {micro_batch=, seq_len=, bytes=, budget=, fits=, parts={...}, text=}: the completions
+// per micro-batch (grpo's micro_batch) and what the run holds with them.
+func luaGRPOPlan(L *lua.LState) int {
+	m := checkModel(L, 1)
+	o := struct {
+		Budget   lua.LValue     `json:"budget"`
+		Prompts  int            `json:"prompts"`
+		EvalSize int            `json:"eval_size"`
+		Rollout  rollout.Config `json:"rollout"`
+		GRPO     grpo.Config    `json:"grpo"`
+		Eval     evalOptions    `json:"eval"`
+	}{Rollout: rollout.DefaultConfig(), GRPO: grpo.DefaultConfig()}
+	o.Eval = *sectionNamed("eval").defaults(false).(*evalOptions)
+	options(L, 2, "rook.grpo.plan", &o)
+	budget, err := budgetBytes(o.Budget)
+	p := grpo.Plan{Model: m.m.Config, Budget: budget, Prompts: o.Prompts, Group: o.Rollout.Group,
+		PromptLen: rookworld.MaxPromptTokens, NewTokens: o.Rollout.MaxNewTokens, Minibatches: o.GRPO.Minibatches,
+		Reference: o.GRPO.Beta > 0, EvalSlots: max(o.EvalSize, 0), EvalNewTokens: o.Eval.MaxNewTokens}
+	if err == nil {
+		err = p.Validate()
+	}
+	if err != nil {
+		raiseConfig(L, "rook.grpo.plan: %v", err) // the config's shapes: no traceback
+	}
+	seqs, f, fits := p.MicroBatch()
+	return pushPlan(L, seqs, p.Sequences(), p.SeqLen(), f, budget, fits)
 }
 
 // rook.debug.inject_nan(policy) makes the policy's next GRPO step find a NaN in its

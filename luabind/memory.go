@@ -17,13 +17,13 @@ import (
 // DefaultBudgetFraction is the share of the machine's RAM a recipe's memory budget defaults to.
 const DefaultBudgetFraction = 0.5
 
-// memoryModule builds rook.memory: the machine's RAM, memory budgets, micro-batch plans and
-// the process's peak resident memory.
+// memoryModule builds rook.memory: the machine's RAM, memory budgets and the process's peak
+// resident memory. Micro-batch plans are the training loops' own (rook.grpo.plan,
+// rook.sft.plan).
 func memoryModule(L *lua.LState) *lua.LTable {
 	return L.SetFuncs(L.NewTable(), map[string]lua.LGFunction{
 		"ram":    luaMemRAM,
 		"budget": luaMemBudget,
-		"plan":   luaMemPlan,
 		"peak":   luaMemPeak,
 		"limit":  luaMemLimit,
 	})
@@ -78,9 +78,9 @@ func luaMemBudget(L *lua.LState) int {
 func budgetBytes(v lua.LValue) (int64, error) {
 	var spec string
 	switch x := v.(type) {
-	case *lua.LNilType:
+	case nil, *lua.LNilType:
 	case lua.LNumber:
-		spec = strconv.FormatFloat(float64(x), 'g', -1, 64)
+		spec = strconv.FormatFloat(float64(x), 'f', -1, 64) // not 'g': 8.3e+07 is no size
 	case lua.LString:
 		spec = strings.TrimSpace(string(x))
 	default:
@@ -111,49 +111,17 @@ func budgetBytes(v lua.LValue) (int64, error) {
 	return int64(fraction * float64(ram)), nil
 }
 
-// rook.memory.plan(model, {budget=, seq_len=, scored=, sequences=, group=, prompt=,
-// reference=, kv_slots=, kv_cap=, prefill=, sample_rows=}) → {micro_batch=, seq_len=, bytes=, budget=, fits=,
-// parts={...}, text=}: the sequences per micro-batch of a training loop on model within the budget
-// (rook.memory.budget's spec), up to sequences and up to gpt2.MicroTokens tokens, and the
-// memory the models will hold with it. seq_len bounds a sequence (prompt + completion; the
-// model's context by default and at most), scored the scored tokens of one; group sequences
-// share a prompt of prompt tokens, packed once (GRPO; micro-batches then hold whole groups);
-// reference adds a frozen model that scores each micro-batch; kv_slots, kv_cap, prefill
-// (tokens) and sample_rows describe sampling.
-func luaMemPlan(L *lua.LState) int {
-	m := checkModel(L, 1)
-	o := optsArg(L, 2, "rook.memory.plan")
-	budget, err := budgetBytes(o.get("budget"))
-	if err != nil {
-		L.RaiseError("rook.memory.plan: %s", err.Error())
-	}
-	p := gpt2.Plan{Config: m.m.Config, Budget: budget,
-		SeqLen: o.int("seq_len", m.m.Config.MaxSeqLen), Scored: o.int("scored", 0), Sequences: o.int("sequences", 1),
-		Group: o.int("group", 1), Prompt: o.int("prompt", 0),
-		Reference: o.boolean("reference", false), KVSlots: o.int("kv_slots", 0), KVCap: o.int("kv_cap", 0),
-		Prefill: o.int("prefill", 0), SampleRows: o.int("sample_rows", 0)}
-	o.done()
-	// No sequence is longer than the model's context: a bound beyond it is the context.
-	p.SeqLen, p.KVCap = min(p.SeqLen, p.Config.MaxSeqLen), min(p.KVCap, p.Config.MaxSeqLen)
-	p.Prompt = min(p.Prompt, p.SeqLen)
-	p.Scored = min(p.Scored, p.SeqLen)
-	switch {
-	case p.SeqLen < 1:
-		L.RaiseError("rook.memory.plan: seq_len must be ≥ 1, got %d", p.SeqLen)
-	case p.Scored < 0:
-		L.RaiseError("rook.memory.plan: scored must be ≥ 0, got %d", p.Scored)
-	case p.Sequences < 1:
-		L.RaiseError("rook.memory.plan: sequences must be ≥ 1, got %d", p.Sequences)
-	}
-	seqs, f, fits := p.MicroBatch()
+// pushPlan returns a micro-batch plan to Lua: {micro_batch=, seq_len=, bytes=, budget=,
+// fits=, parts={...}, text=}, of micro-batches of seqs of a step's sequences.
+func pushPlan(L *lua.LState, seqs, sequences, seqLen int, f gpt2.Footprint, budget int64, fits bool) int {
 	text := fmt.Sprintf("micro-batches of %d of %d sequences (≤ %d tokens each): %s planned of a %s budget (%s)",
-		seqs, p.Sequences, p.SeqLen, humanize.Bytes(uint64(f.Total())), humanize.Bytes(uint64(budget)), f)
+		seqs, sequences, seqLen, humanize.Bytes(uint64(f.Total())), humanize.Bytes(uint64(budget)), f)
 	if !fits {
 		text += "; OVER BUDGET even with one sequence per micro-batch"
 	}
 	parts := map[string]any{"weights": f.Weights, "grads": f.Grads, "moments": f.Moments, "activations": f.Activations,
 		"backward": f.Backward, "head": f.Head, "kv_cache": f.KVCache, "sampling": f.Sampling}
-	L.Push(fromGo(L, map[string]any{"micro_batch": seqs, "seq_len": p.SeqLen, "bytes": f.Total(), "budget": budget,
+	L.Push(fromGo(L, map[string]any{"micro_batch": seqs, "seq_len": seqLen, "bytes": f.Total(), "budget": budget,
 		"fits": fits, "parts": parts, "text": text}))
 	return 1
 }

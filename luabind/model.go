@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -57,12 +56,18 @@ func checkModel(L *lua.LState, n int) *model { return check[*model](L, n, modelT
 // resumed, the "model:" line waits for rook.run, which says whose weights the policy holds.
 func (e *Env) luaLoad(L *lua.LState) int {
 	src := L.CheckString(1)
-	o := optsArg(L, 2, "rook.load")
-	dev := o.str("device", "cpu")
-	threads := o.int("threads", 0)
-	engine := o.value("engine")
-	o.done()
+	o := struct {
+		Device  string         `json:"device"`
+		Threads int            `json:"threads"`
+		Engine  *stockfishPool `json:"engine"`
+	}{Device: "cpu"}
+	options(L, 2, "rook.load", &o)
+	dev, threads := o.Device, o.Threads
 	if src == "default" {
+		var engine lua.LValue = lua.LNil
+		if t, ok := L.Get(2).(*lua.LTable); ok {
+			engine = t.RawGetString("engine")
+		}
 		src = e.defaultModel(L, engine)
 	}
 	cfg, params, source, err := gpt2.Load(src)
@@ -280,21 +285,16 @@ func tokenizerOrRaise(L *lua.LState) *tokenizer.Tokenizer {
 	return t
 }
 
-// sampling reads the sampling options shared by generate and rollout: rollout.Config's
-// settings under their canonical names, over group defGroup, max_new_tokens 128 and
-// temperature 1. Without a seed, calls on a model draw seeds 1, 2, 3, ...; a resumable recipe
-// passes its own (e.g. from the step). extra are the caller's own keys.
-func (m *model) sampling(L *lua.LState, t *lua.LTable, what string, defGroup int, extra ...string) rollout.Config {
+// sampling reads argument n as the rollout settings of a call on m: a table or a rollout
+// section. Without a seed (seed 0), calls on a model draw seeds 1, 2, 3, ...; a resumable
+// recipe gives its own (from the step).
+func (m *model) sampling(L *lua.LState, n int) rollout.Config {
 	m.draws++
-	cfg := rollout.Config{Group: defGroup, MaxNewTokens: 128, Temperature: 1, Seed: m.draws}
-	err := decodeOptions(t, &cfg, extra...)
-	if err == nil {
-		err = cfg.Validate()
+	c := settingsArg[rollout.Config](L, n, "rollout", "model:rollout")
+	if c.Seed == 0 {
+		c.Seed = m.draws
 	}
-	if err != nil {
-		L.RaiseError("%s: %s", what, strings.TrimPrefix(err.Error(), "rollout: "))
-	}
-	return cfg
+	return c
 }
 
 func (m *model) generate(L *lua.LState, prompts []string, cfg rollout.Config) *rollout.Batch {
@@ -323,24 +323,25 @@ func modelGenerate(L *lua.LState) int {
 	m := checkModel(L, 1)
 	single := L.Get(2).Type() == lua.LTString
 	prompts := promptsArg(L, 2)
-	t := L.OptTable(3, nil)
-	n := 1
-	if t != nil {
-		switch v := t.RawGetString("n").(type) {
-		case *lua.LNilType:
-		case lua.LNumber:
-			n = int(v)
-			if float64(n) != float64(v) {
-				L.RaiseError("model:generate: option \"n\" must be an integer, got %g", float64(v))
-			}
-		default:
-			L.RaiseError("model:generate: option \"n\" must be a number, got a %s", v.Type())
-		}
-		if t.RawGetString("group") != lua.LNil {
-			L.RaiseError("model:generate: the number of samples per prompt is n, not group")
-		}
+	o := struct {
+		rollout.Config
+		N int `json:"n"`
+	}{Config: rollout.DefaultConfig(), N: 1}
+	t, _ := L.Get(3).(*lua.LTable)
+	if t != nil && t.RawGetString("group") != lua.LNil {
+		L.RaiseError("model:generate: the number of samples per prompt is n, not group")
 	}
-	cfg := m.sampling(L, t, "model:generate", n, "n")
+	options(L, 3, "model:generate", &o)
+	n := o.N
+	m.draws++
+	cfg := o.Config
+	cfg.Group = n
+	if cfg.Seed == 0 {
+		cfg.Seed = m.draws
+	}
+	if err := cfg.Validate(); err != nil {
+		L.RaiseError("model:generate: %s", err.Error())
+	}
 	b := m.generate(L, prompts, cfg)
 	out := L.CreateTable(len(prompts), 0)
 	for i := range prompts {
@@ -366,7 +367,7 @@ func modelGenerate(L *lua.LState) int {
 func modelRollout(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
-	cfg := m.sampling(L, L.OptTable(3, nil), "model:rollout", 8)
+	cfg := m.sampling(L, 3)
 	b := m.generate(L, prompts, cfg)
 	L.Push(newUserData(L, batchType, &batch{b: b, prompts: prompts}))
 	return 1
@@ -377,9 +378,11 @@ func modelRollout(L *lua.LState) int {
 func modelLogprobs(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompt, completion := L.CheckString(2), L.CheckString(3)
-	o := optsArg(L, 4, "model:logprobs")
-	temp := o.num("temperature", 1)
-	o.done()
+	o := struct {
+		Temperature float64 `json:"temperature"`
+	}{Temperature: 1}
+	options(L, 4, "model:logprobs", &o)
+	temp := o.Temperature
 	t := tokenizerOrRaise(L)
 	p, c := t.Encode(prompt), t.Encode(completion)
 	if len(p) == 0 || len(c) == 0 {

@@ -27,18 +27,16 @@ func (e *Env) loader(L *lua.LState) int {
 		"cache_dir": luaCacheDir,
 		"exists":    luaExists,
 		"progress":  e.luaProgress,
-		"check":     luaCheck,
-		"settings":  luaSettings,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	grpo := L.NewTable()
-	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults})
+	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan})
 	mod.RawSetString("grpo", grpo)
 	debug := L.NewTable()
 	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN})
 	mod.RawSetString("debug", debug)
 	sftMod := L.NewTable()
-	L.SetFuncs(sftMod, map[string]lua.LGFunction{"step": luaSFTStep, "loss": luaSFTLoss})
+	L.SetFuncs(sftMod, map[string]lua.LGFunction{"step": luaSFTStep, "loss": luaSFTLoss, "plan": luaSFTPlan})
 	mod.RawSetString("sft", sftMod)
 	reward := L.NewTable()
 	L.SetFuncs(reward, map[string]lua.LGFunction{"fn": luaRewardFn})
@@ -61,6 +59,7 @@ func (e *Env) registerTypes(L *lua.LState) {
 	registerType(L, runType, runMethods, runIndex)
 	registerType(L, progressType, progressMethods, nil)
 	registerType(L, configErrorType, nil, nil)
+	registerSection(L)
 }
 
 // registerType creates the metatable of a userdata type: methods by name, plus an optional

@@ -110,10 +110,13 @@ const progressType = "rook.progress"
 // rook.progress{total=, label=} → a progress line of its own, for loops that are not a run
 // (a default-model build, an evaluation sweep): p:update(step, metrics), p:done().
 func (e *Env) luaProgress(L *lua.LState) int {
-	o := optsArg(L, 1, "rook.progress")
-	p := newProgress(e, o.int("total", 0), 0)
-	p.label = o.str("label", "")
-	o.done()
+	var o struct {
+		Total int    `json:"total"`
+		Label string `json:"label"`
+	}
+	options(L, 1, "rook.progress", &o)
+	p := newProgress(e, o.Total, 0)
+	p.label = o.Label
 	e.progress = p
 	L.Push(newUserData(L, progressType, p))
 	return 1

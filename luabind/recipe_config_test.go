@@ -17,8 +17,9 @@ import (
 // config value at a time. Each is refused with an error that names its key and carries no
 // Lua traceback, before Stockfish starts (the error's line is above the recipe's
 // rook.stockfish call), before any model loads and before the run directory exists. Only
-// max_new_tokens needs the model to be known: it is refused right after the load, still
-// before the run directory. No value is silently replaced (stockfish_depth 0, keep 0).
+// max_new_tokens needs the model to be known: rook.grpo.plan refuses it right after the load,
+// still before the run directory. No value is silently replaced (depth 0, keep 0), and an old
+// name is refused with the new one.
 func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 	const recipe = "../recipes/grpo_stable.lua"
 	src, err := os.ReadFile(recipe)
@@ -39,33 +40,37 @@ func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 		arg, want string
 		afterLoad bool
 	}{
-		{"group=1", "group must be an integer ≥ 2, got 1", false},
+		{"group=1", "config: rollout.group: grpo: groups of 1 completions: GRPO needs at least 2 per prompt to compare", false},
 		{"prompts=0", "prompts must be an integer ≥ 1, got 0", false},
 		{"steps=2.5", "steps must be an integer ≥ 1, got 2.5", false},
 		{"env_fraction=1.5", "env_fraction must be a finite number in [0, 1], got 1.5", false},
-		{"stockfish_depth=0", "rook.check: rook.stockfish: stockfish_depth must be ≥ 1, got 0", false},
-		{"stockfish_workers=0", "rook.check: rook.stockfish: stockfish_workers must be ≥ 1, got 0", false},
-		{"malformed=20", "rook.check: rook.reward.chess: malformed must be in [-10, 10], got 20", false},
-		{"malformed_floor=nan", `override malformed_floor=nan: want a finite number, got "nan"`, false},
-		{"micro_batch=-1", "micro_batch must be an integer ≥ 0, got -1", false},
+		{"stockfish.depth=0", "config: stockfish: depth must be ≥ 1, got 0", false},
+		{"depth=4", `"depth" is a setting of several sections: write reward.depth or stockfish.depth`, false},
+		{"stockfish.workers=0", "config: stockfish: workers must be ≥ 1, got 0", false},
+		{"stockfish_depth=3", "override stockfish_depth=3: stockfish_depth is now stockfish.depth", false},
+		{"malformed=20", "config: reward: malformed must be in [-10, 10], got 20", false},
+		{"malformed_floor=-1", "override malformed_floor=-1: malformed_floor is now reward.malformed", false},
+		{"reward.malformed=nan", `override reward.malformed=nan: want a finite number, got "nan"`, false},
+		{"micro_batch=-1", "config: grpo: micro_batch must be ≥ 0, got -1", false},
 		{"save_every=0", "save_every must be an integer ≥ 1, got 0", false},
 		{"keep=0", "keep must be an integer ≥ 1, got 0", false},
 		{"kl_schedule=sigmoid", "kl_schedule must be one of constant, linear, step", false},
 		{"kl_coef=nan", `override kl_coef=nan: want a finite number, got "nan"`, false},
 		{"beta=inf", `override beta=inf: want a finite number, got "inf"`, false},
 		{"lr=nan", `override lr=nan: want a finite number, got "nan"`, false},
-		{"beta=-0.1", "beta must be a finite number ≥ 0, got -0.1", false},
-		{"lr=-1", "lr must be a finite number ≥ 0, got -1", false},
-		{"lr_schedule=cosinee", `lr_schedule "cosinee" is not one of`, false},
+		{"beta=-0.1", "config: grpo: beta must be a finite number ≥ 0, got -0.1", false},
+		{"kl_coef=-0.1", "config: grpo: beta must be a finite number ≥ 0, got -0.1", false},
+		{"lr=-1", "config: adamw: lr must be a finite number ≥ 0, got -1", false},
+		{"lr_schedule=cosinee", `config: adamw: lr_schedule "cosinee" is not one of`, false},
 		{"lr_warmup=-1", "lr_warmup must be ≥ 0", false},
 		{"loss_type=mean", `loss_type "mean" is not one of`, false},
-		{"aggregation=mean", `loss_type "mean" is not one of`, false},
+		{"aggregation=mean", "override aggregation=mean: aggregation is now grpo.loss_type", false},
 		{"epsilon=1.5", "epsilon must be < 1", false},
 		{"num_iterations=0", "num_iterations must be ≥ 1", false},
-		{"temperature=0", "temperature must be > 0", false},
+		{"temperature=0", "config: rollout: temperature must be > 0", false},
 		{"top_p=2", "top_p must be in [0, 1]", false},
 		{"top_k=-1", "top_k must be ≥ 0", false},
-		{"max_new_tokens=256", "max_new_tokens must be < 256", true},
+		{"rollout.max_new_tokens=256", "rook.grpo.plan: grpo: answers of up to 256 tokens leave no room for a prompt in the model's context of 256", true},
 	} {
 		t.Run(c.arg, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
@@ -122,8 +127,8 @@ func TestRecipeRefusesRunDirBeforeWork(t *testing.T) {
 	}
 	defer holder.Close()
 	for _, c := range []struct{ name, dir, want string }{
-		{"checkpoints", withCk, "rook.check: rook.run: " + withCk + " already holds checkpoints (step-00000010)"},
-		{"another writer", held, "rook.check: rook.run: run directory " + held + " is in use by"},
+		{"checkpoints", withCk, "run_dir=" + withCk + ": " + withCk + " already holds checkpoints (step-00000010)"},
+		{"another writer", held, "run_dir=" + held + ": run directory " + held + " is in use by"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out strings.Builder

@@ -4,63 +4,66 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
 
-// TestRecipesSpellSettingsOnce: no recipe copies an engine setting from its config into an
-// option table by hand (`beta = cfg.beta`, `depth = cfg.stockfish_depth`): rook.settings
-// takes them by name, so each setting is spelled once, in the recipe's rook.config defaults.
+// TestRecipesSpellSettingsOnce: no recipe or module takes settings apart by hand. An engine
+// call's settings live in their section (cfg.grpo) and reach the call as they are: nothing
+// calls the removed rook.settings or rook.check, and no option table copies one setting out
+// of a section (`beta = cfg.grpo.beta`).
 func TestRecipesSpellSettingsOnce(t *testing.T) {
 	files, err := filepath.Glob("../recipes/*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recipes (%v)", err)
 	}
-	// key = cfg.name, the value nothing but the config's entry.
-	copied := regexp.MustCompile(`(\w+)\s*=\s*cfg\.(\w+)\s*(?:[,}]|$|--)`)
-	for _, f := range files {
+	scripts, _ := filepath.Glob("../scripts/*.lua")
+	gone := regexp.MustCompile(`rook\.(settings|check)\b`)
+	copied := regexp.MustCompile(`(\w+)\s*=\s*cfg\.(\w+)\.(\w+)\s*(?:[,}]|$|--)`)
+	for _, f := range append(files, scripts...) {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(src), "\n") {
+			if m := gone.FindString(line); m != "" {
+				t.Errorf("%s:%d: %s is gone: a section is its call's settings", filepath.Base(f), i+1, m)
+			}
 			for _, m := range copied.FindAllStringSubmatch(line, -1) {
-				key, from := m[1], m[2]
-				for _, g := range settingGroups {
-					c, ok := g.flatCanonical(from)
-					if !ok || g.of != nil {
-						continue
-					}
-					names := append([]string{c}, schemaOf(g.typ).fields[c].aliases...)
-					if slices.Contains(names, key) {
-						t.Errorf("%s:%d: %s's setting %q copied by hand (%s): use rook.settings(cfg, %q)",
-							filepath.Base(f), i+1, g.call, c, strings.TrimSpace(m[0]), g.name)
-					}
+				if key, sec, from := m[1], m[2], m[3]; key == from && sectionNamed(sec) != nil {
+					t.Errorf("%s:%d: the setting %q copied by hand (%s): pass its section", filepath.Base(f), i+1, key, strings.TrimSpace(m[0]))
 				}
 			}
 		}
 	}
 }
 
-// TestFlatConfigNames: a recipe's config accepts any flat name of a reward or Stockfish
-// setting for the name the recipe declared (malformed_floor for malformed), and the pool's
-// bare names stay the recipe's own: depth=5 sets the recipe's depth, not the pool's.
-func TestFlatConfigNames(t *testing.T) {
+// TestBareSettingNames: a key=value argument reaches a section's setting by its own name when
+// one declared section has it, a recipe's own key wins over a section's setting of the same
+// name, and an old name is refused with the new one.
+func TestBareSettingNames(t *testing.T) {
 	const src = `
 		local rook = require("rook")
-		local cfg = rook.config{ malformed = -0.3, stockfish_depth = 8, depth = 3, threads = 0 }
-		local engine = rook.settings(cfg, "stockfish")
-		print(cfg.malformed, cfg.stockfish_depth, cfg.depth, engine.depth, engine.threads)`
+		local cfg = rook.config{ depth = 3, threads = 0, reward = { malformed = -0.3 }, stockfish = { depth = 8 } }
+		print(cfg.reward.malformed, cfg.depth, cfg.stockfish.depth, cfg.stockfish.hash_mb, cfg.threads, cfg.stockfish.threads)`
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "-0.3\t8\t3\t8\tnil"},
-		{[]string{"malformed_floor=-0.2"}, "-0.2\t8\t3\t8\tnil"},
-		{[]string{"depth=5", "stockfish_depth=6"}, "-0.3\t6\t5\t6\tnil"},
-		{[]string{"malformed=-0.1", "malformed_floor=-0.2"}, `malformed already set "malformed" (the same setting)`},
-		{[]string{"stockfish_hash_mb=64"}, `unknown key "stockfish_hash_mb"`},
+		{nil, "-0.3\t3\t8\t16\t0\t1"},
+		{[]string{"malformed=-0.2"}, "-0.2\t3\t8\t16\t0\t1"},
+		{[]string{"depth=5", "stockfish.depth=6", "hash_mb=64"}, "-0.3\t5\t6\t64\t0\t1"},
+		{[]string{"threads=2", "stockfish.threads=1"}, "-0.3\t3\t8\t16\t2\t1"},
+		{[]string{"malformed=-0.1", "reward.malformed=-0.2"}, `malformed already set reward.malformed (the same setting)`},
+		{[]string{"stockfish_hash_mb=64"}, `stockfish_hash_mb is now stockfish.hash_mb`},
+		{[]string{"malformed_floor=-1"}, `malformed_floor is now reward.malformed`},
+		{[]string{"reward.malformd=-1"}, `unknown option "reward.malformd" (did you mean "malformed"?)`},
+		{[]string{"kl_coef=0.1"}, `unknown key "kl_coef"`}, // no grpo section here
+		{[]string{"grpo.beta=0.1"}, `this recipe has no grpo section`},
+		{[]string{"reward=1"}, `reward is a section: set one of its settings (reward.KEY=VALUE)`},
+		{[]string{"reward.policy=1"}, `reward.policy is a table of settings: set one of them`},
+		{[]string{"reward.policy.best_rank=0.5"}, "-0.3\t3\t8\t16\t0\t1"},
+		{[]string{"stockfish.depth=0"}, `config: stockfish: depth must be ≥ 1, got 0`},
 	} {
 		out, err := runLua(t, Options{Args: c.args}, "recipe.lua", src)
 		got := strings.TrimSpace(out)
@@ -70,5 +73,11 @@ func TestFlatConfigNames(t *testing.T) {
 		if !strings.Contains(got, c.want) {
 			t.Errorf("%v: got %q, want %q", c.args, got, c.want)
 		}
+	}
+	// A name two sections share must be written with its section.
+	_, err := runLua(t, Options{Args: []string{"depth=9"}}, "recipe.lua", `
+		local cfg = require("rook").config{ reward = {}, stockfish = {} }`)
+	if err == nil || !strings.Contains(err.Error(), `"depth" is a setting of several sections: write reward.depth or stockfish.depth`) {
+		t.Errorf("an ambiguous name: %v", err)
 	}
 }

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/rookscript/rookscript/engine/checkpoint"
 )
@@ -45,27 +42,39 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 	if dir == "" {
 		return false, nil
 	}
-	fail := func(format string, a ...any) (bool, error) {
-		return true, fmt.Errorf("resume=%s: %s", dir, fmt.Sprintf(format, a...))
-	}
+	fail := func(err error) (bool, error) { return true, fmt.Errorf("resume=%s: %w", dir, err) }
 	ro, err := checkpoint.OpenReadOnly(dir)
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
 	}
 	raw, name, err := ro.RecordedConfig()
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
 	}
 	if raw == nil {
-		return fail("checkpoint %s records no config and the run has no config.json: the settings it ran with are unknown", name)
+		return fail(fmt.Errorf("checkpoint %s records no config and the run has no config.json: the settings it ran with are unknown", name))
 	}
 	var rec map[string]any
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return fail("checkpoint %s: recorded config: %v", name, err)
+		return fail(fmt.Errorf("checkpoint %s: recorded config: %w", name, err))
 	}
 	defaults := deepCopy(cfg).(map[string]any)
-	if err := overlayRecorded(cfg, rec, ""); err != nil {
-		return fail("checkpoint %s: %v", name, err)
+	for _, k := range sortedKeys(rec) {
+		_, declared := cfg[k]
+		_, isMap := rec[k].(map[string]any)
+		switch {
+		case k == "resume":
+			delete(rec, k)
+		case reservedKeys[k]:
+		case declared && sectionNamed(k) != nil && !isMap, !declared && settingName(k):
+			return fail(fmt.Errorf("checkpoint %s recorded %s at the top of a flat config, as rookscript did before settings had sections: resume it with the rookscript that started it, or start a new run", name, k))
+		case !declared:
+			return fail(fmt.Errorf("checkpoint %s recorded key %q, which this recipe does not declare%s (renamed? resume with the recipe the run started with)",
+				name, k, didYouMean(k, sortedKeys(cfg))))
+		}
+	}
+	if err := merge(cfg, rec, "", "checkpoint "+name); err != nil {
+		return fail(err)
 	}
 	var notes []string
 	for _, k := range missingKeys(defaults, rec, "") {
@@ -74,33 +83,24 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 
 	base := deepCopy(cfg).(map[string]any)
 	for _, o := range e.args {
-		if o.key != "config" {
-			continue
-		}
-		var file map[string]any
-		if _, err := toml.DecodeFile(o.raw, &file); err != nil {
-			return fail("config file %s: %v", o.raw, err)
-		}
-		if err := mergeTOML(cfg, file, o.raw, ""); err != nil {
-			return fail("%v", err)
-		}
-		cfg["config"] = o.raw
-	}
-	open := openTables(cfg, "", map[string]bool{})
-	runDirGiven := false
-	for _, o := range e.args {
-		switch o.key {
-		case "resume", "config":
-			continue
-		case "run_dir":
-			runDirGiven = true
-			if !sameDir(o.raw, dir) {
-				return fail("run_dir=%s names another directory: a resumed run writes where it ran (leave run_dir out, or give the same directory)", o.raw)
+		if o.key == "config" {
+			if err := mergeFile(cfg, o.raw); err != nil {
+				return fail(err)
 			}
 		}
-		if _, err := applyOverride(cfg, o, open); err != nil {
-			return fail("%v", err)
+	}
+	runDirGiven := false
+	err = e.applyOverrides(cfg, func(o override) error {
+		if o.key == "run_dir" {
+			runDirGiven = true
+			if !sameDir(o.raw, dir) {
+				return fmt.Errorf("run_dir=%s names another directory: a resumed run writes where it ran (leave run_dir out, or give the same directory)", o.raw)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
 	}
 	cfg["resume"] = dir
 	if old, ok := base["run_dir"].(string); ok {
@@ -119,7 +119,7 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 	diffConfig(base, cfg, "", changes)
 	for _, k := range resumeFixed {
 		if c, ok := changes[k]; ok {
-			return fail("%s cannot change in the middle of a run (it ran with %s, the command line gives %s): start a new run for that", k, show(c.from), show(c.to))
+			return fail(fmt.Errorf("%s cannot change in the middle of a run (it ran with %s, the command line gives %s): start a new run for that", k, show(c.from), show(c.to)))
 		}
 	}
 	e.resume = &resumeInfo{dir: dir, checkpoint: name, changes: changes}
@@ -140,6 +140,17 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 	return true, nil
 }
 
+// settingName reports whether key names a section's setting, now or before.
+func settingName(key string) bool {
+	for _, s := range sectionSpecs {
+		sc := schemaOf(s.typ)
+		if _, err := sc.canonical(key, ""); err == nil || sc.renamed[key] != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // checkFixed refuses a change of one of a recipe's own fixed keys (rook.run{fixed=}).
 func (ri *resumeInfo) checkFixed(keys []string) error {
 	for _, k := range keys {
@@ -151,50 +162,12 @@ func (ri *resumeInfo) checkFixed(keys []string) error {
 	return nil
 }
 
-// overlayRecorded puts the recorded values over the recipe's defaults: every recorded key
-// must still be declared, with the same type. The reserved keys are the run's own business
-// (resume is set anew), except config, which is kept as a record of where values came from.
-func overlayRecorded(cfg, rec map[string]any, prefix string) error {
-	for _, k := range sortedKeys(rec) {
-		v := rec[k]
-		if _, reserved := reservedKeys[k]; reserved && prefix == "" {
-			if k == "config" {
-				cfg[k] = fmt.Sprint(v)
-			}
-			continue
-		}
-		name := prefix + k
-		old, ok := cfg[k]
-		if !ok {
-			return fmt.Errorf("the run recorded key %q, which this recipe does not declare%s (renamed? resume with the recipe the run started with)", name, suggest(k, cfg))
-		}
-		if sub, isMap := old.(map[string]any); isMap {
-			vm, ok := v.(map[string]any)
-			if !ok {
-				return fmt.Errorf("recorded key %q is a %s, the recipe declares a table", name, typeName(v))
-			}
-			if len(sub) == 0 {
-				cfg[k] = vm // an open table holds whatever was recorded
-				continue
-			}
-			if err := overlayRecorded(sub, vm, name+"."); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := sameType(old, v); err != nil {
-			return fmt.Errorf("recorded key %q: %w", name, err)
-		}
-		cfg[k] = v
-	}
-	return nil
-}
-
-// missingKeys lists the dotted keys of the defaults that the record lacks.
+// missingKeys lists the dotted keys of the defaults that the record lacks (a section's
+// record holds all its settings).
 func missingKeys(defaults, rec map[string]any, prefix string) []string {
 	var out []string
 	for _, k := range sortedKeys(defaults) {
-		if _, reserved := reservedKeys[k]; reserved && prefix == "" {
+		if reservedKeys[k] && prefix == "" {
 			continue
 		}
 		rv, ok := rec[k]
@@ -203,7 +176,7 @@ func missingKeys(defaults, rec map[string]any, prefix string) []string {
 			continue
 		}
 		dm, isMap := defaults[k].(map[string]any)
-		if rm, ok := rv.(map[string]any); isMap && ok && len(dm) > 0 {
+		if rm, ok := rv.(map[string]any); isMap && ok && len(dm) > 0 && (prefix != "" || sectionNamed(k) == nil) {
 			out = append(out, missingKeys(dm, rm, prefix+k+".")...)
 		}
 	}
@@ -221,7 +194,7 @@ func diffConfig(a, b map[string]any, prefix string, out map[string]change) {
 		keys[k] = true
 	}
 	for k := range keys {
-		if _, reserved := reservedKeys[k]; reserved && prefix == "" {
+		if reservedKeys[k] && prefix == "" {
 			continue
 		}
 		av, bv := a[k], b[k]
@@ -274,15 +247,6 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // sameDir reports whether two paths name the same directory (the same file when both exist).

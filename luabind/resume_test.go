@@ -2,6 +2,7 @@ package luabind
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,8 +103,60 @@ func TestResumeConfig(t *testing.T) {
 	// A recorded key the recipe no longer declares is refused by name, never dropped.
 	renamed := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "kl_coef": 0.3, "beta_warmup": 3.0})
 	_, err := runLua(t, Options{Args: []string{"resume=" + renamed}, Recipe: recipe}, "", "")
-	if err == nil || !strings.Contains(err.Error(), `the run recorded key "beta_warmup", which this recipe does not declare`) {
+	if err == nil || !strings.Contains(err.Error(), `checkpoint step-00000004 recorded key "beta_warmup", which this recipe does not declare`) {
 		t.Fatalf("a recorded key the recipe lost: %v", err)
+	}
+}
+
+// TestResumeSections: a run records every setting of its sections; on resume they are the
+// base, an override of one is listed by its section's name, and a record from before sections
+// (engine settings at the top of a flat config) is refused with what to do.
+func TestResumeSections(t *testing.T) {
+	tmp := t.TempDir()
+	recipe := filepath.Join(tmp, "train.lua")
+	os.WriteFile(recipe, []byte(`
+		local rook = require("rook")
+		local cfg = rook.config{ model = "m0", seed = 1, grpo = { beta = 0.02 }, rollout = { group = 4 } }
+		print(string.format("beta %g epsilon %g group %d loss %s", cfg.grpo.beta, cfg.grpo.epsilon, cfg.rollout.group, cfg.grpo.loss_type))
+	`), 0o644)
+	// What a run records: the sections' every setting (here with values the recipe does not give).
+	env, err := New(Options{Quiet: true, Stdout: io.Discard, Args: []string{"epsilon=0.3", "loss_type=dapo"}, Recipe: recipe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.RunFile(t.Context(), recipe); err != nil {
+		t.Fatal(err)
+	}
+	rec := env.config
+	env.Close()
+	if g := rec["grpo"].(map[string]any); g["epsilon"] != 0.3 || g["loss_type"] != "dapo" || g["kl_estimator"] != "k3" {
+		t.Fatalf("recorded grpo section %v: want every setting, the overrides included", g)
+	}
+	rec["model"], rec["seed"] = "m1", 7.0
+	dir := recordedRun(t, rec)
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"the record is the base", []string{"resume=" + dir}, []string{"unchanged", "beta 0.02 epsilon 0.3 group 4 loss dapo"}},
+		{"an override, by its bare name", []string{"resume=" + dir, "beta=0.1", "rollout.group=8"},
+			[]string{"  grpo.beta: 0.02 → 0.1", "  rollout.group: 4 → 8", "beta 0.1 epsilon 0.3 group 8 loss dapo"}},
+	} {
+		got, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
+		if err != nil {
+			got += err.Error()
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Fatalf("%s: output lacks %q:\n%s", c.name, w, got)
+			}
+		}
+	}
+	flat := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "kl_coef": 0.3, "group": 4.0})
+	_, err = runLua(t, Options{Args: []string{"resume=" + flat}, Recipe: recipe}, "", "")
+	if err == nil || !strings.Contains(err.Error(), "recorded group at the top of a flat config, as rookscript did before settings had sections") {
+		t.Fatalf("a flat record: %v", err)
 	}
 }
 

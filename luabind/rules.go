@@ -3,15 +3,15 @@ package luabind
 import (
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 )
 
-// A recipe declares what its own config values must be as the second argument of
-// rook.config, one rule per key:
+// A recipe declares what its own values must be as the second argument of rook.config, one
+// rule per key (a section's settings are checked by their call's own rules):
 //
 //	"integer >= 1"     an integer, compared (>=, >, <=, <; also ≥ and ≤)
 //	"> 0", "<= 10"     a finite number, compared
@@ -20,153 +20,100 @@ import (
 //	"finite"           a finite number
 //	"one of a, b, c"   one of the listed strings
 //	function(v)        returns true, or false and a reason
-//
-// Engine settings are not declared here: their own structs check them (rook.check).
-type rule struct {
-	integer bool
-	op      string // "", ">=", ">", "<=", "<", "[]", "one of"
-	a, b    float64
-	words   []string
-}
 
-func parseRule(text string) (rule, error) {
-	var r rule
+// parseRule returns what a rule's text wants, for messages ("an integer ≥ 1"), and its test.
+func parseRule(text string) (want string, ok func(any) bool, err error) {
 	s := strings.TrimSpace(text)
-	if rest, ok := strings.CutPrefix(s, "one of "); ok {
-		r.op = "one of"
+	if rest, isList := strings.CutPrefix(s, "one of "); isList {
+		var words []string
 		for _, w := range strings.Split(rest, ",") {
 			if w = strings.TrimSpace(w); w != "" {
-				r.words = append(r.words, w)
+				words = append(words, w)
 			}
 		}
-		if len(r.words) == 0 {
-			return r, fmt.Errorf("rule %q lists no values", text)
+		if len(words) == 0 {
+			return "", nil, fmt.Errorf("rule %q lists no values", text)
 		}
-		return r, nil
+		return "one of " + strings.Join(words, ", "), func(v any) bool { w, _ := v.(string); return slices.Contains(words, w) }, nil
 	}
-	if rest, ok := strings.CutPrefix(s, "integer"); ok {
-		r.integer, s = true, strings.TrimSpace(rest)
+	want = "a finite number"
+	rest, integer := strings.CutPrefix(s, "integer")
+	if integer {
+		want = "an integer"
 	}
+	rest = strings.TrimSpace(rest)
+	num := func(v any) (float64, bool) {
+		x, isNum := v.(float64)
+		return x, isNum && !math.IsNaN(x) && !math.IsInf(x, 0) && (!integer || x == math.Trunc(x))
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	switch {
-	case s == "" && r.integer, s == "finite":
-		return r, nil
-	case strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
-		lo, hi, ok := strings.Cut(s[1:len(s)-1], ",")
+	case rest == "" && integer, rest == "finite":
+		return want, func(v any) bool { _, ok := num(v); return ok }, nil
+	case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]"):
+		lo, hi, found := strings.Cut(rest[1:len(rest)-1], ",")
 		a, errA := strconv.ParseFloat(strings.TrimSpace(lo), 64)
 		b, errB := strconv.ParseFloat(strings.TrimSpace(hi), 64)
-		if !ok || errA != nil || errB != nil || a > b {
-			return r, fmt.Errorf("rule %q: want an interval [lo, hi]", text)
+		if !found || errA != nil || errB != nil || a > b {
+			return "", nil, fmt.Errorf("rule %q: want an interval [lo, hi]", text)
 		}
-		r.op, r.a, r.b = "[]", a, b
-		return r, nil
+		return want + " in [" + g(a) + ", " + g(b) + "]", func(v any) bool { x, ok := num(v); return ok && x >= a && x <= b }, nil
 	}
-	for _, op := range []struct{ spelled, op string }{{">=", ">="}, {"≥", ">="}, {"<=", "<="}, {"≤", "<="}, {">", ">"}, {"<", "<"}} {
-		if rest, ok := strings.CutPrefix(s, op.spelled); ok {
-			a, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+	for _, c := range []struct {
+		spelled, shown string
+		cmp            func(x, a float64) bool
+	}{
+		{">=", "≥", func(x, a float64) bool { return x >= a }}, {"≥", "≥", func(x, a float64) bool { return x >= a }},
+		{"<=", "≤", func(x, a float64) bool { return x <= a }}, {"≤", "≤", func(x, a float64) bool { return x <= a }},
+		{">", ">", func(x, a float64) bool { return x > a }}, {"<", "<", func(x, a float64) bool { return x < a }},
+	} {
+		if bound, found := strings.CutPrefix(rest, c.spelled); found {
+			a, err := strconv.ParseFloat(strings.TrimSpace(bound), 64)
 			if err != nil {
-				return r, fmt.Errorf("rule %q: %q is not a number", text, strings.TrimSpace(rest))
+				return "", nil, fmt.Errorf("rule %q: %q is not a number", text, strings.TrimSpace(bound))
 			}
-			r.op, r.a = op.op, a
-			return r, nil
+			return want + " " + c.shown + " " + g(a), func(v any) bool { x, ok := num(v); return ok && c.cmp(x, a) }, nil
 		}
 	}
-	return r, fmt.Errorf(`rule %q is not one of "integer", "> x", ">= x", "< x", "<= x", "[lo, hi]", "finite", "one of a, b"`, text)
+	return "", nil, fmt.Errorf(`rule %q is not one of "integer", "> x", ">= x", "< x", "<= x", "[lo, hi]", "finite", "one of a, b"`, text)
 }
 
-// String says what the rule wants, for messages: "an integer ≥ 1".
-func (r rule) String() string {
-	if r.op == "one of" {
-		return "one of " + strings.Join(r.words, ", ")
-	}
-	what := "a finite number"
-	if r.integer {
-		what = "an integer"
-	}
-	g := strconv.FormatFloat
-	switch r.op {
-	case ">=":
-		return what + " ≥ " + g(r.a, 'g', -1, 64)
-	case ">":
-		return what + " > " + g(r.a, 'g', -1, 64)
-	case "<=":
-		return what + " ≤ " + g(r.a, 'g', -1, 64)
-	case "<":
-		return what + " < " + g(r.a, 'g', -1, 64)
-	case "[]":
-		return what + " in [" + g(r.a, 'g', -1, 64) + ", " + g(r.b, 'g', -1, 64) + "]"
-	}
-	return what
-}
-
-func (r rule) ok(v any) bool {
-	if r.op == "one of" {
-		s, isStr := v.(string)
-		for _, w := range r.words {
-			if isStr && s == w {
-				return true
-			}
-		}
-		return false
-	}
-	x, isNum := v.(float64)
-	if !isNum || math.IsNaN(x) || math.IsInf(x, 0) || (r.integer && x != math.Trunc(x)) {
-		return false
-	}
-	switch r.op {
-	case ">=":
-		return x >= r.a
-	case ">":
-		return x > r.a
-	case "<=":
-		return x <= r.a
-	case "<":
-		return x < r.a
-	case "[]":
-		return x >= r.a && x <= r.b
-	}
-	return true
-}
-
-// checkRules applies a recipe's declared rules to its resolved config (nil rules: none).
-// The first value that breaks its rule is an error naming the key, the rule and the value.
+// checkRules applies a recipe's declared rules to its resolved config (nil rules: none), in
+// key order. The first value that breaks its rule is an error naming the key, the rule and
+// the value.
 func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) error {
 	if rules == nil {
 		return nil
 	}
-	type entry struct {
-		key string
-		v   lua.LValue
-	}
-	var entries []entry
+	byKey := map[string]lua.LValue{}
 	var bad error
 	rules.ForEach(func(k, v lua.LValue) {
-		ks, ok := k.(lua.LString)
-		if !ok && bad == nil {
+		if ks, ok := k.(lua.LString); ok {
+			byKey[string(ks)] = v
+		} else if bad == nil {
 			bad = fmt.Errorf("config rules: key %s is not a name", k.String())
 		}
-		entries = append(entries, entry{string(ks), v})
 	})
 	if bad != nil {
 		return bad
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
-	for _, e := range entries {
-		v, declared := cfg[e.key]
+	for _, key := range sortedKeys(byKey) {
+		v, declared := cfg[key]
 		if !declared {
-			return fmt.Errorf("config rules: %q is not a key of the config%s", e.key, suggest(e.key, cfg))
+			return fmt.Errorf("config rules: %q is not a key of the config%s", key, didYouMean(key, sortedKeys(cfg)))
 		}
-		switch r := e.v.(type) {
+		switch r := byKey[key].(type) {
 		case lua.LString:
-			parsed, err := parseRule(string(r))
+			want, ok, err := parseRule(string(r))
 			if err != nil {
-				return fmt.Errorf("config rules: %s: %w", e.key, err)
+				return fmt.Errorf("config rules: %s: %w", key, err)
 			}
-			if !parsed.ok(v) {
-				return fmt.Errorf("config: %s must be %s, got %s", e.key, parsed, shown(v))
+			if !ok(v) {
+				return fmt.Errorf("config: %s must be %s, got %s", key, want, shown(v))
 			}
 		case *lua.LFunction:
 			if err := L.CallByParam(lua.P{Fn: r, NRet: 2, Protect: true}, fromGo(L, v)); err != nil {
-				return fmt.Errorf("config rules: %s: %w", e.key, err)
+				return fmt.Errorf("config rules: %s: %w", key, err)
 			}
 			okv, why := L.Get(-2), L.Get(-1)
 			L.Pop(2)
@@ -175,10 +122,10 @@ func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) error {
 				if why != lua.LNil {
 					reason = why.String()
 				}
-				return fmt.Errorf("config: %s = %s: %s", e.key, shown(v), reason)
+				return fmt.Errorf("config: %s = %s: %s", key, shown(v), reason)
 			}
 		default:
-			return fmt.Errorf("config rules: %s: a rule is a string or a function, got a %s", e.key, e.v.Type())
+			return fmt.Errorf("config rules: %s: a rule is a string or a function, got a %s", key, r.Type())
 		}
 	}
 	return nil

@@ -76,49 +76,35 @@ func checkOpenRun(L *lua.LState, n int) *run {
 // it); the metrics logged after the checkpoint are taken out of metrics.jsonl, since the run
 // logs those steps again.
 func (e *Env) luaRun(L *lua.LState) int {
-	o := optsArg(L, 1, "rook.run")
-	dir := o.str("dir", "")
-	resume := o.str("resume", "")
-	steps := o.int("steps", 0)
-	saveEvery := o.int("save_every", 0)
-	keep := o.int("keep", checkpoint.DefaultKeepLast)
-	best := o.str("best", "")
-	bestMode := o.str("best_mode", "")
-	if best != "" && bestMode == "" {
-		bestMode = "max"
+	o := runOptions{Keep: checkpoint.DefaultKeepLast}
+	options(L, 1, "rook.run", &o)
+	if o.Best != "" && o.BestMode == "" {
+		o.BestMode = "max"
 	}
-	r := &run{env: e, steps: steps, saveEvery: saveEvery}
-	r.policy = userValue[*model](L, o, "policy", modelType, true)
-	r.ref = userValue[*model](L, o, "ref", modelType, false)
+	if o.Policy == nil || o.Opt == nil {
+		L.RaiseError("rook.run: options \"policy\" (a %s) and \"opt\" (a %s) are required", modelType, adamType)
+	}
+	dir, resume, steps := o.Dir, o.Resume, o.Steps
+	r := &run{env: e, steps: steps, saveEvery: o.SaveEvery, policy: o.Policy, ref: o.Ref, opt: o.Opt, data: o.Data}
 	if r.ref != nil {
-		r.refUD = o.value("ref").(*lua.LUserData)
+		r.refUD = L.CheckTable(1).RawGetString("ref").(*lua.LUserData)
 	}
-	r.opt = userValue[*adam](L, o, "opt", adamType, true)
-	r.data = userValue[*positions](L, o, "data", positionsType, false)
 	var cfg any = e.config
-	if t, ok := o.value("config").(*lua.LTable); ok {
-		v, err := toGo(t)
+	if o.Config != nil {
+		v, err := toGo(o.Config)
 		if err != nil {
 			L.RaiseError("rook.run: config: %s", err.Error())
 		}
 		cfg = v
 	}
-	var fixed []string
-	if t, ok := o.value("fixed").(*lua.LTable); ok {
-		for i := 1; i <= t.Len(); i++ {
-			fixed = append(fixed, t.RawGetInt(i).String())
-		}
-	} else if o.value("fixed") != lua.LNil {
-		L.RaiseError("rook.run: fixed must be a list of config keys")
-	}
-	o.done()
+	fixed := o.Fixed
 	if r.opt.model != r.policy {
 		L.RaiseError("rook.run: opt is not the policy's optimizer")
 	}
 	if r.ref != nil && !r.ref.frozen {
 		L.RaiseError("rook.run: ref must be a frozen reference (policy:reference())")
 	}
-	if saveEvery < 0 || steps < 0 {
+	if o.SaveEvery < 0 || steps < 0 {
 		L.RaiseError("rook.run: steps and save_every must be ≥ 0")
 	}
 	for _, m := range []*model{r.policy, r.ref} {
@@ -142,7 +128,7 @@ func (e *Env) luaRun(L *lua.LState) int {
 		if dir == "" {
 			L.RaiseError("rook.run: dir is required")
 		}
-		if err := r.create(dir, checkpoint.Options{KeepLast: keep, BestMetric: best, BestMode: bestMode}, cfg); err != nil {
+		if err := r.create(dir, checkpoint.Options{KeepLast: o.Keep, BestMetric: o.Best, BestMode: o.BestMode}, cfg); err != nil {
 			return pushErr(L, err)
 		}
 		e.announcePending() // the weights are the ones loaded
@@ -181,23 +167,21 @@ func (r *run) Close() error {
 	return r.r.Close()
 }
 
-// userValue reads an optional or required userdata option of type T.
-func userValue[T any](L *lua.LState, o *opts, key, typ string, required bool) T {
-	var zero T
-	v := o.value(key)
-	if v == lua.LNil {
-		if required {
-			L.RaiseError("%s: option %q (a %s) is required", o.what, key, typ)
-		}
-		return zero
-	}
-	if ud, ok := v.(*lua.LUserData); ok {
-		if x, ok := ud.Value.(T); ok {
-			return x
-		}
-	}
-	L.RaiseError("%s: option %q must be a %s, got %s", o.what, key, typ, describe(v))
-	return zero
+// runOptions are rook.run's options.
+type runOptions struct {
+	Dir       string      `json:"dir"`
+	Resume    string      `json:"resume"`
+	Policy    *model      `json:"policy"`
+	Ref       *model      `json:"ref"`
+	Opt       *adam       `json:"opt"`
+	Data      *positions  `json:"data"`
+	Steps     int         `json:"steps"`
+	SaveEvery int         `json:"save_every"`
+	Keep      int         `json:"keep"`
+	Best      string      `json:"best"`
+	BestMode  string      `json:"best_mode"`
+	Config    *lua.LTable `json:"config"`
+	Fixed     []string    `json:"fixed"`
 }
 
 func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
@@ -546,10 +530,12 @@ func runSaveDue(L *lua.LState) int {
 func runSave(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
-	o := optsArg(L, 3, "run:save")
-	stateV := o.value("state")
-	metricsV := o.value("metrics")
-	o.done()
+	var o struct {
+		State   lua.LValue  `json:"state"`
+		Metrics *lua.LTable `json:"metrics"`
+	}
+	options(L, 3, "run:save", &o)
+	stateV := o.State
 	if step < r.step {
 		L.ArgError(2, fmt.Sprintf("the run is at step %d: a checkpoint is labelled with the step of the weights it holds", r.step))
 	}
@@ -569,7 +555,7 @@ func runSave(L *lua.LState) int {
 		}
 		st.Cursor = b
 	}
-	if stateV != lua.LNil {
+	if stateV != nil && stateV != lua.LNil {
 		g, err := toGo(stateV)
 		if err != nil {
 			L.RaiseError("run:save: state: %s", err.Error())
@@ -578,7 +564,7 @@ func runSave(L *lua.LState) int {
 			L.RaiseError("run:save: state: %s", err.Error())
 		}
 	}
-	if t, ok := metricsV.(*lua.LTable); ok {
+	if t := o.Metrics; t != nil {
 		L.Push(t)
 		st.Metrics = metricsArg(L, L.GetTop())
 		L.Pop(1)

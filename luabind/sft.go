@@ -46,9 +46,8 @@ type sftLossOptions struct {
 	LossOn      string `json:"loss_on"`      // "completion": the targets' tokens; "all": the prompts' too
 }
 
-// sftStepOptions are rook.sft.step's settings.
-type sftStepOptions struct {
-	LR          float64 `json:"lr"`            // this step's rate; the optimizer's by default
+// sftOptions are rook.sft.step's settings.
+type sftOptions struct {
 	MaxGradNorm float64 `json:"max_grad_norm"` // global gradient-norm clip; 0 disables it
 	sftLossOptions
 }
@@ -64,26 +63,20 @@ func (o sftLossOptions) completionOnly() (bool, error) {
 	return false, fmt.Errorf("loss_on %q is not completion or all", o.LossOn)
 }
 
-// rook.sft.step(model, opt, docs [, {lr=, max_grad_norm=1, micro_tokens=0,
-// loss_on="completion"|"all"}]) → metrics {loss, tokens, grad_norm, lr, finite, ...}: one
-// optimizer step on mean cross-entropy.
+// rook.sft.step(model, opt, docs [, settings]) → metrics {loss, tokens, grad_norm, lr,
+// finite, ...}: one optimizer step on mean cross-entropy, at the optimizer's scheduled
+// learning rate. settings: sftOptions's {max_grad_norm=1, micro_tokens=0,
+// loss_on="completion"|"all"}, a table or an sft section.
 func luaSFTStep(L *lua.LState) int {
 	m := checkModel(L, 1)
 	a := checkAdam(L, 2)
 	if a.model != m {
 		L.ArgError(2, "this optimizer belongs to another model")
 	}
-	o := sftStepOptions{LR: a.o.Config.LR, MaxGradNorm: 1, sftLossOptions: sftLossOptions{LossOn: "completion"}}
-	err := decodeOptions(L.OptTable(4, nil), &o)
-	completionOnly := false
-	if err == nil {
-		completionOnly, err = o.completionOnly()
-	}
-	if err != nil {
-		L.RaiseError("rook.sft.step: %s", err.Error())
-	}
+	o := settingsArg[sftOptions](L, 4, "sft", "rook.sft.step")
+	completionOnly, _ := o.completionOnly()
 	docs := docsArg(L, 3, completionOnly)
-	res, err := sft.Step(L.Context(), m.m, a.o, docs, sft.Config{LR: o.LR, MaxGradNorm: o.MaxGradNorm, MicroTokens: o.MicroTokens})
+	res, err := sft.Step(L.Context(), m.m, a.o, docs, sft.Config{LR: a.o.LR(), MaxGradNorm: o.MaxGradNorm, MicroTokens: o.MicroTokens})
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
@@ -91,16 +84,37 @@ func luaSFTStep(L *lua.LState) int {
 	return 1
 }
 
+// rook.sft.plan(model, {batch=, seq_len=, budget=}) → the micro-batch plan of SFT on model
+// within a memory budget (rook.memory.budget's spec): batch documents a step of up to seq_len
+// tokens (the model's context by default, and at most). Returns {micro_batch=, seq_len=,
+// bytes=, budget=, fits=, parts={...}, text=}: micro_tokens is micro_batch × seq_len.
+func luaSFTPlan(L *lua.LState) int {
+	m := checkModel(L, 1)
+	o := struct {
+		Budget lua.LValue `json:"budget"`
+		Batch  int        `json:"batch"`
+		SeqLen int        `json:"seq_len"`
+	}{SeqLen: m.m.Config.MaxSeqLen}
+	options(L, 2, "rook.sft.plan", &o)
+	budget, err := budgetBytes(o.Budget)
+	if err == nil && (o.Batch < 1 || o.SeqLen < 1) {
+		err = fmt.Errorf("batch and seq_len must be ≥ 1, got %d and %d", o.Batch, o.SeqLen)
+	}
+	if err != nil {
+		L.RaiseError("rook.sft.plan: %s", err.Error())
+	}
+	p := sft.Plan{Model: m.m.Config, Budget: budget, Batch: o.Batch, SeqLen: min(o.SeqLen, m.m.Config.MaxSeqLen)}
+	docs, f, fits := p.MicroBatch()
+	return pushPlan(L, docs, p.Batch, p.SeqLen, f, budget, fits)
+}
+
 // rook.sft.loss(model, docs [, {micro_tokens=0, loss_on="completion"|"all"}]) → mean
 // cross-entropy (no update).
 func luaSFTLoss(L *lua.LState) int {
 	m := checkModel(L, 1)
 	o := sftLossOptions{LossOn: "completion"}
-	err := decodeOptions(L.OptTable(3, nil), &o)
-	completionOnly := false
-	if err == nil {
-		completionOnly, err = o.completionOnly()
-	}
+	options(L, 3, "rook.sft.loss", &o)
+	completionOnly, err := o.completionOnly()
 	if err != nil {
 		L.RaiseError("rook.sft.loss: %s", err.Error())
 	}

@@ -6,20 +6,14 @@
 local rook = require("rook")
 
 local cfg = rook.config({
-  model = "default", positions = "generator", seed = 1, env_fraction = 0.5,
-  prompts = 4, group = 8, max_new_tokens = 72, temperature = 1.0,
-  beta = 0.02, epsilon = 0.2, lr = 5e-5, overfit_steps = 5, overfit_lr = 2e-4,
-  stockfish = "", stockfish_depth = 8, malformed = -0.3, device = "cpu", -- stockfish: engine binary ("": on PATH, then /usr/games)
-}, {
-  prompts = "integer >= 1", group = "integer >= 2", env_fraction = "[0, 1]", overfit_steps = "integer >= 1",
-  overfit_lr = "> 0",
-})
-local sampling = rook.settings(cfg, "rollout")
-local update = rook.settings(cfg, "grpo")
-local adamw = rook.settings(cfg, "adamw")
-local scoring = rook.settings(cfg, "reward")
-local engine = rook.settings(cfg, "stockfish", { workers = 2 })
-rook.check{ grpo = update, rollout = sampling, adamw = adamw, reward = scoring, stockfish = engine }
+  model = "default", positions = "generator", seed = 1, env_fraction = 0.5, device = "cpu",
+  prompts = 4, overfit_steps = 5, overfit_lr = 2e-4,
+  rollout = { group = 8, max_new_tokens = 72 },
+  grpo = { beta = 0.02 },
+  adamw = { lr = 5e-5 },
+  reward = { malformed = -0.3 },
+  stockfish = { depth = 8, workers = 2 },
+}, { prompts = "integer >= 1", env_fraction = "[0, 1]", overfit_steps = "integer >= 1", overfit_lr = "> 0" })
 
 local failures = 0
 -- report(ok, name, detail): ok is true (PASS), false (FAIL) or "skip" (not checkable here).
@@ -29,26 +23,25 @@ local function report(ok, name, detail)
   print(string.format("%s  %-44s %s", mark, name, detail or ""))
 end
 
-local sf = assert(rook.stockfish(engine))
-scoring.engine = sf
+local sf = assert(rook.stockfish(cfg.stockfish))
 local policy = assert(rook.load(cfg.model, { device = cfg.device, engine = sf }))
-rook.check{ rollout = sampling, model = policy }
+rook.grpo.plan(policy, { prompts = cfg.prompts, rollout = cfg.rollout, grpo = cfg.grpo }) -- the shapes fit the model
 report(not policy.random, "model is trained, not random", policy.random and "RANDOM weights: rewards will be floors" or policy.source)
 local ref = policy:reference()
-local opt = rook.adamw(policy, adamw)
-local source = cfg.positions == "generator" and { generator = { seed = cfg.seed, max_plies = 80 } }
+local opt = rook.adamw(policy, cfg.adamw)
+local source = cfg.positions == "generator" and { generator = { seed = cfg.seed, max_ply = 80 } }
   or { path = cfg.positions, seed = cfg.seed }
 source.task, source.env_fraction = "mix", cfg.env_fraction
 local data = assert(rook.positions(source))
 local prompts = data:next(cfg.prompts)
 
-sampling.seed = cfg.seed
-local batch = policy:rollout(prompts, sampling)
+cfg.rollout.seed = cfg.seed
+local batch = policy:rollout(prompts, cfg.rollout)
 local packed, alone = batch:logprob_gap(policy)
 report(packed < 1e-4 and alone < 1e-4, "sampler logprobs = training forward",
        string.format("max |Δ| %.2g packed, %.2g alone", packed, alone))
 
-local r = rook.reward.chess(batch, scoring)
+local r = rook.reward.chess(batch, cfg.reward, sf)
 local st = batch:stats()
 local c = r.components
 report((c.malformed or 1) < 1, "some completions parse", string.format("malformed %.0f%%", 100 * (c.malformed or 1)))
@@ -57,7 +50,7 @@ report((c["policy/moves_legal"] or 0) > 0 or (c["env/fen_exact"] or 0) > 0, "som
 report(st.reward_std > 0, "rewards differ (there is a signal)",
        string.format("mean %.3f std %.3f min %.3f max %.3f", st.reward_mean, st.reward_std, st.reward_min, st.reward_max))
 
-local m = rook.grpo.step(policy, ref, opt, batch, update)
+local m = rook.grpo.step(policy, ref, opt, batch, cfg.grpo)
 report(m["ratio/first_max_abs_log"] < 1e-5, "ratio = 1 before the first update",
        string.format("max |log ratio| %.2g", m["ratio/first_max_abs_log"]))
 report(m["clip_ratio/region_mean"] == 0, "nothing clipped before the first update",
@@ -80,10 +73,10 @@ end
 opt:set_lr(cfg.overfit_lr)
 local first, last
 for step = 1, cfg.overfit_steps do
-  sampling.seed = cfg.seed + step
-  local b = policy:rollout(prompts, sampling)
-  rook.reward.chess(b, scoring)
-  local om = rook.grpo.step(policy, ref, opt, b, update)
+  cfg.rollout.seed = cfg.seed + step
+  local b = policy:rollout(prompts, cfg.rollout)
+  rook.reward.chess(b, cfg.reward, sf)
+  local om = rook.grpo.step(policy, ref, opt, b, cfg.grpo)
   print(string.format("      overfit step %d: reward %.3f  kl %.4f", step, om.reward, om.kl or 0))
   first = first or om.reward
   last = om.reward

@@ -7,22 +7,17 @@ local evalkit = require("evalkit")
 local cfg = rook.config{
   model = "default",            -- "default", an HF dir, an llm.c .bin
   positions = "generator",      -- "generator" (seeded games) or a FEN/EPD/PGN/training-text file
-  seed = 201, size = 64, env_fraction = 0.5,
-  max_new_tokens = 72, greedy = true, temperature = 1.0,
-  stockfish = "", stockfish_depth = 8, stockfish_workers = 2, malformed = -0.3, -- stockfish: engine binary ("": on PATH, then /usr/games)
-  device = "cpu",
+  seed = 201, size = 64, env_fraction = 0.5, device = "cpu",
+  eval = { max_new_tokens = 72, greedy = true, reward = { malformed = -0.3 } }, -- decoding and scoring
+  stockfish = { depth = 8, workers = 2 },
 }
 
-local engine = rook.settings(cfg, "stockfish")
-local options = rook.settings(cfg, "eval") -- decoding (greedy, temperature, max_new_tokens) and scoring (malformed)
-rook.check{ stockfish = engine, eval = options }
-
-local sf = assert(rook.stockfish(engine))
+local sf = assert(rook.stockfish(cfg.stockfish))
 local m = assert(rook.load(cfg.model, { device = cfg.device, engine = sf }))
 local source = cfg.positions == "generator"
-  and { generator = { seed = cfg.seed, max_plies = 80 }, task = "mix", env_fraction = cfg.env_fraction }
+  and { generator = { seed = cfg.seed, max_ply = 80 }, task = "mix", env_fraction = cfg.env_fraction }
   or { path = cfg.positions, seed = cfg.seed, task = "mix", env_fraction = cfg.env_fraction, loop = false }
 local set = evalkit.set(assert(rook.positions(source)), cfg.size)
-local metrics = evalkit.run(m, set, sf, options)
+local metrics = evalkit.run(m, set, sf, cfg.eval)
 print(evalkit.compare({ [cfg.model] = metrics }))
 return metrics

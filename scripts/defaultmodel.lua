@@ -23,8 +23,9 @@ M.SPEC = {
   arch = "random:small@seed=1", -- GPT-2, 4 layers, 4 heads, d=128, context 256
   -- Positions from the first 20 plies of seeded opening-style games: a model this small
   -- learns their moves and board updates in minutes; later positions would need hours.
-  rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1, min_plies = 2, max_plies = 20,
-  steps = 500, batch = 16, lr = 3e-3, lr_warmup = 20, lr_min = 1e-4, max_grad_norm = 1,
+  rows = 6000, env_fraction = 0.5, depth = 8, data_seed = 1, min_ply = 2, max_ply = 20,
+  -- Warm-up over 20 steps to 3e-3, then cosine down to 1e-4 at the last step.
+  steps = 500, batch = 16, adamw = { lr = 3e-3, lr_warmup = 20, lr_schedule = "cosine", lr_min_ratio = 1e-4 / 3e-3 },
 }
 
 M.DESCRIPTION = "rookscript default model " .. M.VERSION .. ": a 7.3M-parameter GPT-2 trained by SFT on "
@@ -55,7 +56,7 @@ function M.ensure(o)
   if not rook.exists(data) then
     local t0 = rook.clock()
     local gen = rook.positions{ generator = { seed = M.SPEC.data_seed, style = "opening",
-                                              min_plies = M.SPEC.min_plies, max_plies = M.SPEC.max_plies } }
+                                              min_ply = M.SPEC.min_ply, max_ply = M.SPEC.max_ply } }
     local st = assert(rook.chess.dataset(gen, sf, data, {
       rows = M.SPEC.rows, env_fraction = M.SPEC.env_fraction, seed = M.SPEC.data_seed, depth = M.SPEC.depth }))
     say("generated %d training rows in %.0fs (%s)", M.SPEC.rows, rook.clock() - t0, data)
@@ -64,10 +65,8 @@ function M.ensure(o)
   local t0 = rook.clock()
   local bar = o.log and rook.progress{ total = M.SPEC.steps, label = "default model SFT" }
   sftloop.train{
-    model = policy, data = rook.positions{ path = data, loop = true },
-    steps = M.SPEC.steps, batch = M.SPEC.batch, lr = M.SPEC.lr, lr_warmup = M.SPEC.lr_warmup,
-    lr_min = M.SPEC.lr_min, max_grad_norm = M.SPEC.max_grad_norm, say = o.log and say or nil,
-    log = function(step, m) if bar then bar:update(step, m) end end,
+    model = policy, data = rook.positions{ path = data, loop = true }, steps = M.SPEC.steps, batch = M.SPEC.batch,
+    adamw = M.SPEC.adamw, say = o.log and say or nil, log = function(step, m) if bar then bar:update(step, m) end end,
   }
   if bar then bar:done() end
   assert(policy:save(model))

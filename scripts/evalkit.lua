@@ -58,12 +58,11 @@ function M.set(data, n, env_fraction)
   return items
 end
 
---- run(model, set, engine [, opts]) → rook.eval's metrics (greedy decoding by default), with
---- `answers` (one per prompt, in set order) for the intervals.
-function M.run(model, set, engine, opts)
-  local o = { engine = engine, greedy = true, max_new_tokens = 144 }
-  for k, v in pairs(opts or {}) do o[k] = v end
-  return require("rook").eval(model, set, o)
+--- run(model, set, engine [, settings]) → rook.eval's metrics (one greedy answer per prompt
+--- by default; settings: rook.eval's, a table or an eval section), with `answers` (one per
+--- prompt, in set order) for the intervals.
+function M.run(model, set, engine, settings)
+  return require("rook").eval(model, set, settings, engine)
 end
 
 --- wilson(k, n [, z]) → lo, hi: the Wilson score interval of k successes in n trials
@@ -296,6 +295,20 @@ function M.compare(columns, order, o)
     lines[#lines + 1] = (string.gsub(table.concat(parts), "%s+$", ""))
   end
   return table.concat(lines, "\n")
+end
+
+--- report(before, after) prints the comparison of two evalkit.run results on the same set, as
+--- a run ends (the 95% intervals, the paired Δ, what changed beyond noise) and returns
+--- {before=, after=, verdict=}.
+function M.report(before, after)
+  local columns, order = { before = before, after = after }, { "before", "after" }
+  local iv = M.intervals(columns, order)
+  local verdict = M.verdict(iv)
+  print()
+  print("evaluation on " .. #before.answers .. " fixed prompts, greedy; [95% interval]; Δ: paired bootstrap, ▲▼ beyond noise")
+  print(M.compare(columns, order, { intervals = iv }))
+  print(string.format("changed beyond noise: up {%s}, down {%s}", table.concat(verdict.up, ", "), table.concat(verdict.down, ", ")))
+  return { before = before, after = after, verdict = verdict }
 end
 
 return M

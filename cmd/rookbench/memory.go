@@ -21,6 +21,7 @@ import (
 	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/optim"
 	"github.com/rookscript/rookscript/engine/rollout"
+	"github.com/rookscript/rookscript/engine/rookworld"
 	"github.com/rookscript/rookscript/engine/sft"
 	"github.com/rookscript/rookscript/internal/procmem"
 )
@@ -65,8 +66,9 @@ var memCases = []memCase{
 const memTarget = 1.3
 
 // The main job's shapes (recipes/grpo_stable.lua): 8 prompts × group 8, up to 72 new tokens,
-// β > 0; the default model is random:small trained. RookWorld prompts run 40 to 110 tokens.
-const mainPrompts, mainGroup, mainPromptLen, mainNew = 8, 8, 96, 72
+// β > 0, 256 evaluation prompts; the default model is random:small trained. RookWorld prompts
+// run 40 to 110 tokens.
+const mainPrompts, mainGroup, mainPromptLen, mainNew, mainEvalSize = 8, 8, 96, 72, 256
 
 // The default model's SFT build (scripts/defaultmodel.lua): 16 rows per step, scored after
 // the prompt. Rows are about 130 tokens.
@@ -185,8 +187,8 @@ func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, 
 		return r, err
 	}
 	// The step packs each group's prompt once (grpo shares it among the group's completions).
-	plan := gpt2.Plan{Config: policy.Config, SeqLen: promptLen + longest, Scored: longest, Group: group, Prompt: promptLen,
-		Reference: true, KVSlots: prompts * group, KVCap: promptLen + newTokens, Prefill: prompts * promptLen, SampleRows: prompts * group}
+	plan := grpo.Plan{Model: policy.Config, Prompts: prompts, Group: group, PromptLen: promptLen, NewTokens: longest,
+		Minibatches: 1, Reference: true, EvalSlots: prompts * group, EvalNewTokens: newTokens}
 	r.Footprint = plan.Footprint(micro)
 	r.Shape = fmt.Sprintf("%s, %d prompts × group %d, %d-token prompts, ≤%d new tokens (longest %d), micro-batches of %d, β > 0",
 		spec, prompts, group, promptLen, newTokens, longest, micro)
@@ -200,10 +202,8 @@ func mainMicroBatch(cfg gpt2.Config) int {
 	if err != nil {
 		ram = 8 << 30
 	}
-	slots := mainPrompts * mainGroup
-	p := gpt2.Plan{Config: cfg, Budget: ram / 2, SeqLen: min(cfg.MaxSeqLen, 128+mainNew), Scored: mainNew,
-		Sequences: slots, Group: mainGroup, Prompt: 128, Reference: true, KVSlots: slots, KVCap: min(cfg.MaxSeqLen, 128+144),
-		Prefill: 128 * slots, SampleRows: slots}
+	p := grpo.Plan{Model: cfg, Budget: ram / 2, Prompts: mainPrompts, Group: mainGroup, PromptLen: rookworld.MaxPromptTokens,
+		NewTokens: mainNew, Minibatches: 1, Reference: true, EvalSlots: mainEvalSize, EvalNewTokens: rookworld.MaxAnswerTokens}
 	n, _, _ := p.MicroBatch()
 	return n
 }

@@ -34,7 +34,7 @@ func runRecipe(t *testing.T, args ...string) string {
 }
 
 var tinyRun = []string{"model=random:tiny", "prompts=2", "group=4", "max_new_tokens=12", "eval_size=6",
-	"stockfish_depth=4", "micro_batch=8"}
+	"stockfish.depth=4", "micro_batch=8"}
 
 func TestGRPOStableRecipe(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
@@ -65,7 +65,7 @@ func TestGRPOStableRecipe(t *testing.T) {
 func TestOtherRecipes(t *testing.T) {
 	tmp := t.TempDir()
 	out := runRecipe(t, "--quiet", "../../recipes/diagnose.lua", "model=random:tiny", "prompts=2", "group=4",
-		"max_new_tokens=12", "overfit_steps=2", "stockfish_depth=4")
+		"max_new_tokens=12", "overfit_steps=2", "stockfish.depth=4")
 	for _, check := range []string{"FAIL  model is trained, not random", "PASS  sampler logprobs = training forward",
 		"PASS  ratio = 1 before the first update", "PASS  KL = 0 to the initial policy",
 		"SKIP  every layer receives a gradient              no reward signal"} {
@@ -73,19 +73,19 @@ func TestOtherRecipes(t *testing.T) {
 			t.Errorf("diagnose output lacks %q:\n%s", check, out)
 		}
 	}
-	runRecipe(t, "--quiet", "../../recipes/eval.lua", "model=random:tiny", "size=4", "max_new_tokens=8", "stockfish_depth=4")
-	runRecipe(t, "--quiet", "../../recipes/sft.lua", "model=random:tiny", "rows=24", "stockfish_depth=4", "steps=3", "batch=4",
+	runRecipe(t, "--quiet", "../../recipes/eval.lua", "model=random:tiny", "size=4", "max_new_tokens=8", "stockfish.depth=4")
+	runRecipe(t, "--quiet", "../../recipes/sft.lua", "model=random:tiny", "rows=24", "stockfish.depth=4", "steps=3", "batch=4",
 		"run_dir="+filepath.Join(tmp, "sft"), "out="+filepath.Join(tmp, "sft-model"))
 	if _, err := os.Stat(filepath.Join(tmp, "sft-model", "model.safetensors")); err != nil {
 		t.Error("sft.lua saved no model")
 	}
 	ablate := []string{"--quiet", "../../recipes/ablate.lua", "steps=1", "base_dir=" + filepath.Join(tmp, "ablate"),
-		"grid.kl_coef=[0.0, 0.05]", "grid.lr=[1e-4]"}
+		"grid.beta=[0.0, 0.05]", "grid.lr=[1e-4]"}
 	for _, kv := range tinyRun {
 		ablate = append(ablate, "pass."+kv)
 	}
 	out = runRecipe(t, ablate...)
-	if !strings.Contains(out, "beta=0.05,lr=0.0001") { // grid.kl_coef names beta, the recipe's key
+	if !strings.Contains(out, "beta=0.05,lr=0.0001") { // the grid's keys reach the sub-recipe's sections by name
 		t.Errorf("ablation table lacks a setting:\n%s", out)
 	}
 }

@@ -179,7 +179,7 @@ func rookscript(t *testing.T, dir string, env []string, args ...string) (int, st
 // faultRun is tinyRun made smaller still: these tests look at what a run does with its steps,
 // not at what it learns.
 var faultRun = []string{"model=random:tiny", "prompts=1", "group=2", "max_new_tokens=8", "eval_size=2",
-	"stockfish_depth=1", "stockfish_workers=1", "micro_batch=8"}
+	"stockfish.depth=1", "stockfish.workers=1", "micro_batch=8"}
 
 // tinyGRPO is the recipe's command line on the tiny model, writing run_dir.
 func tinyGRPO(runDir string, extra ...string) []string {
@@ -338,16 +338,18 @@ func TestFaultResumeConfig(t *testing.T) {
 		t.Fatalf("a resume announced the start model's RANDOM weights before loading the checkpoint:\n%s", out)
 	}
 	cfg := checkpointState(t, runDir, 3)["config"].(map[string]any)
-	if cfg["beta"] != 0.05 || cfg["seed"] != 3.0 || cfg["steps"] != 3.0 || cfg["max_new_tokens"] != 8.0 {
+	grpo, rollout := cfg["grpo"].(map[string]any), cfg["rollout"].(map[string]any)
+	if grpo["beta"] != 0.05 || cfg["seed"] != 3.0 || cfg["steps"] != 3.0 || rollout["max_new_tokens"] != 8.0 {
 		t.Fatalf("checkpoint after resume records config %v, want the recorded beta (given as kl_coef) 0.05, seed 3, max_new_tokens 8 and steps 3", cfg)
 	}
 
 	code, out, errOut = rookscript(t, tmp, nil, grpoRecipe, "resume="+runDir, "steps=4", "lr=0.5")
 	wantExit(t, "resume with lr=0.5", code, 0, out, errOut)
-	wantContains(t, "stdout", out, "  lr: 0.0003 → 0.5\n", "resume: optimizer lr 0.0003 → 0.5")
+	wantContains(t, "stdout", out, "  adamw.lr: 0.0003 → 0.5\n", "resume: optimizer lr 0.0003 → 0.5")
 	st := checkpointState(t, runDir, 4)
-	if opt := st["optimizer"].(map[string]any); opt["lr"] != 0.5 || st["config"].(map[string]any)["lr"] != 0.5 {
-		t.Fatalf("lr=0.5 on resume: optimizer %v, config lr %v", opt, st["config"].(map[string]any)["lr"])
+	adamw := st["config"].(map[string]any)["adamw"].(map[string]any)
+	if opt := st["optimizer"].(map[string]any); opt["lr"] != 0.5 || adamw["lr"] != 0.5 {
+		t.Fatalf("lr=0.5 on resume: optimizer %v, config lr %v", opt, adamw["lr"])
 	}
 	b, _ := os.ReadFile(filepath.Join(runDir, "config.json"))
 	if !bytes.Contains(b, []byte(`"lr": 0.5`)) {
@@ -360,7 +362,7 @@ func TestFaultResumeConfig(t *testing.T) {
 	}{
 		{[]string{"model=random:small"}, `model cannot change in the middle of a run (it ran with "random:tiny", the command line gives "random:small")`},
 		{[]string{"seed=4"}, "seed cannot change in the middle of a run"},
-		{[]string{"max_plies=30"}, "max_plies cannot change in the middle of this recipe's run"},
+		{[]string{"max_ply=30"}, "max_ply cannot change in the middle of this recipe's run"},
 		{[]string{"run_dir=" + filepath.Join(tmp, "other")}, "names another directory"},
 		{[]string{"kl_coeff=1"}, `unknown key "kl_coeff" (did you mean "kl_coef"?)`},
 	} {
@@ -485,7 +487,7 @@ func TestFaultRecoveryRollbackAndStop(t *testing.T) {
 func TestFaultSFTDefaultOut(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	code, out, errOut := rookscript(t, tmp, nil, "--quiet", sftRecipe, "model=random:tiny", "rows=16", "stockfish_depth=4", "steps=2", "batch=4")
+	code, out, errOut := rookscript(t, tmp, nil, "--quiet", sftRecipe, "model=random:tiny", "rows=16", "stockfish.depth=4", "steps=2", "batch=4")
 	wantExit(t, "sft.lua with the default out", code, 0, out, errOut)
 	if _, err := os.Stat(filepath.Join(tmp, "models", "sft", "model.safetensors")); err != nil {
 		t.Fatalf("sft.lua did not save models/sft: %v", err)

@@ -89,70 +89,24 @@ func (f Footprint) String() string {
 // growing by a few tokens do not reallocate.
 func roundRows(n int) int { return (n + 63) / 64 * 64 }
 
-// Plan sizes the micro-batches of a training loop from a memory budget. The loop holds one
-// trained model (weights, gradients, AdamW moments) that may also sample, and optionally a
-// frozen reference that scores every micro-batch (GRPO's KL term); a micro-batch is a number
-// of sequences of up to SeqLen tokens, Scored of them scored. Sequences may come in groups
-// that share a prompt (GRPO), packed once per group (Batch.AddContinuation).
-type Plan struct {
-	Config     Config
-	Budget     int64 // bytes the models may hold in all
-	SeqLen     int   // the longest sequence: prompt + completion
-	Scored     int   // scored tokens of one sequence
-	Sequences  int   // sequences of one optimizer step: a micro-batch never holds more
-	Group      int   // sequences that share one prompt (0 or 1: none share)
-	Prompt     int   // the shared prompt's tokens
-	Reference  bool  // a frozen reference model scores the same micro-batches
-	KVSlots    int   // the sampler's KV cache (0: the model does not sample) ...
-	KVCap      int   // ... of up to this many positions
-	Prefill    int   // tokens of one Prefill (the unique prompts of a rollout)
-	SampleRows int   // rows of the sampler's next-token distribution
-}
-
 // MicroTokens is the size at which a micro-batch stops paying for its memory: the trunk's
 // GEMMs have as many rows as the micro-batch has tokens, and at a few thousand rows they
 // already run at the machine's rate, so a larger micro-batch only costs memory.
 const MicroTokens = 4096
 
-// Rows is the number of tokens a micro-batch of seqs sequences packs: with shared prompts,
-// each group's prompt but its last token once, and each sequence's last prompt token and
-// completion.
-func (p Plan) Rows(seqs int) int {
-	if p.Group > 1 && p.Prompt > 1 {
-		groups := (seqs + p.Group - 1) / p.Group
-		return groups*(p.Prompt-1) + seqs*(p.SeqLen-p.Prompt+1)
-	}
-	return seqs * p.SeqLen
-}
-
-// Footprint is what the loop holds with micro-batches of seqs sequences.
-func (p Plan) Footprint(seqs int) Footprint {
-	rows, scored := p.Rows(seqs), seqs*p.Scored
-	prefill := min(p.Prefill, PrefillRows)
-	f := p.Config.Footprint(Use{Train: true, Rows: max(rows, prefill), Scored: scored,
-		KVSlots: p.KVSlots, KVCap: p.KVCap, SampleRows: p.SampleRows})
-	if p.Reference {
-		f = f.Plus(p.Config.Footprint(Use{Rows: rows, Scored: scored}))
-	}
-	return f
-}
-
-// MicroBatch is the number of sequences per micro-batch: as many as fit the budget, up to
-// Sequences and up to MicroTokens tokens, in whole groups when sequences share prompts (so a
-// prompt is packed once per step). At least one sequence, even over the budget: the caller
-// reports that case, fits is false.
-func (p Plan) MicroBatch() (seqs int, f Footprint, fits bool) {
-	ok := func(n int) bool {
-		return n <= p.Sequences && p.Rows(n) <= MicroTokens && p.Footprint(n).Total() <= p.Budget
-	}
+// FitMicroBatch is the most sequences, up to most, that one micro-batch of a training loop
+// holds: rows(n) tokens within MicroTokens and size(n) bytes within budget. Sequences come in
+// whole units (a GRPO group, packed with its prompt once) when one unit fits. At least one
+// sequence, even over the budget: fits is false then, for the caller to report.
+func FitMicroBatch(most, unit int, budget int64, rows func(int) int, size func(int) int64) (n int, fits bool) {
+	ok := func(n int) bool { return n <= most && rows(n) <= MicroTokens && size(n) <= budget }
 	step := 1
-	if p.Group > 1 && p.Sequences >= p.Group && ok(p.Group) {
-		step = p.Group
+	if unit > 1 && most >= unit && ok(unit) {
+		step = unit
 	}
-	seqs = step
-	for ok(seqs + step) {
-		seqs += step
+	n = step
+	for ok(n + step) {
+		n += step
 	}
-	f = p.Footprint(seqs)
-	return seqs, f, f.Total() <= p.Budget
+	return n, size(n) <= budget
 }

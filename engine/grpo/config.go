@@ -50,20 +50,21 @@ const (
 )
 
 // Config holds every setting of a GRPO step. Each field's json tag is its one name in
-// option tables, recipe configs, checkpoints and metrics; TRL's name where TRL has the
-// setting, with the names this project used before as aliases.
+// option tables, recipe configs, checkpoints and metrics, TRL's where TRL has the setting;
+// kl_coef (TRL's PPO name) reaches beta, and the names this project used before are refused
+// with the new one (renamed).
 type Config struct {
 	// Advantages.
-	ScaleRewards Scale   `json:"scale_rewards" alias:"scale"`
+	ScaleRewards Scale   `json:"scale_rewards" renamed:"scale"`
 	StdEps       float64 `json:"std_eps"`  // added to the std before dividing; > 0
 	StdDDOF      int     `json:"std_ddof"` // 0: population std (divide by G); 1: unbiased (G−1), as torch.std and TRL
 	DropZeroStd  bool    `json:"drop_zero_std"`
 
 	// Policy loss.
-	Epsilon                 float64     `json:"epsilon" alias:"clip_low,clip"`
-	EpsilonHigh             float64     `json:"epsilon_high" alias:"clip_high"` // 0: the same as epsilon (TRL's None)
-	ImportanceSamplingLevel Level       `json:"importance_sampling_level" alias:"ratio_level"`
-	LossType                LossType    `json:"loss_type" alias:"aggregation"`
+	Epsilon                 float64     `json:"epsilon" renamed:"clip_low,clip"`
+	EpsilonHigh             float64     `json:"epsilon_high" renamed:"clip_high"` // 0: the same as epsilon (TRL's None)
+	ImportanceSamplingLevel Level       `json:"importance_sampling_level" renamed:"ratio_level"`
+	LossType                LossType    `json:"loss_type" renamed:"aggregation"`
 	Beta                    float64     `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
 	KLEstimator             KLEstimator `json:"kl_estimator"`
 	// KLClamp bounds each token's KL estimate to [−kl_clamp, kl_clamp], with no gradient
@@ -74,7 +75,7 @@ type Config struct {
 	EntropyCoef        float64            `json:"entropy_coef"` // adds −entropy_coef·H to the loss
 	EntropyAggregation EntropyAggregation `json:"entropy_aggregation"`
 	// MaskTruncated leaves completions cut by max_new_tokens out of the loss.
-	MaskTruncated bool `json:"mask_truncated_completions" alias:"mask_truncated"`
+	MaskTruncated bool `json:"mask_truncated_completions" renamed:"mask_truncated"`
 	// MaskedInDenominator keeps completions left out by drop_zero_std or
 	// mask_truncated_completions in the loss's denominator (their sequences for grpo and
 	// dr_grpo, their tokens for dapo), as TRL's completion mask does; bnpo's denominator never
@@ -82,10 +83,10 @@ type Config struct {
 	MaskedInDenominator bool `json:"masked_in_denominator"`
 
 	// Update.
-	NumIterations int     `json:"num_iterations" alias:"epochs"` // μ: passes over the batch
-	Minibatches   int     `json:"minibatches"`                   // optimizer updates per pass
-	MicroBatch    int     `json:"micro_batch"`                   // completions per forward/backward (memory only); 0: a whole minibatch
-	MaxGradNorm   float64 `json:"max_grad_norm"`                 // global gradient-norm clip; 0 disables it
+	NumIterations int     `json:"num_iterations" renamed:"epochs"` // μ: passes over the batch
+	Minibatches   int     `json:"minibatches"`                     // optimizer updates per pass
+	MicroBatch    int     `json:"micro_batch"`                     // completions per forward/backward (memory only); 0: a whole minibatch
+	MaxGradNorm   float64 `json:"max_grad_norm"`                   // global gradient-norm clip; 0 disables it
 
 	// AllowGreedy lets a step train on a batch sampled greedily (by default an error: every
 	// completion of a group is the same, and the recorded logprobs are not what was drawn).

@@ -117,6 +117,17 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 }
 
 // check refuses a step that cannot be run as asked.
+// MinGroup is the fewest completions per prompt GRPO compares.
+const MinGroup = 2
+
+// CheckGroup refuses groups of fewer than MinGroup completions.
+func CheckGroup(g int) error {
+	if g < MinGroup {
+		return fmt.Errorf("grpo: groups of %d completions: GRPO needs at least %d per prompt to compare", g, MinGroup)
+	}
+	return nil
+}
+
 func (tr *Trainer) check(b *rollout.Batch, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -130,8 +141,8 @@ func (tr *Trainer) check(b *rollout.Batch, cfg Config) error {
 		return nil
 	case len(b.Rewards) != n:
 		return fmt.Errorf("grpo: the batch has %d completions but %d rewards (score it before the step)", n, len(b.Rewards))
-	case b.Group < 2:
-		return fmt.Errorf("grpo: the batch has groups of %d: GRPO needs at least 2 completions per prompt to compare", b.Group)
+	case b.Group < MinGroup:
+		return CheckGroup(b.Group)
 	case n%b.Group != 0:
 		return fmt.Errorf("grpo: %d completions do not form groups of %d", n, b.Group)
 	case b.Shaping.Greedy && !cfg.AllowGreedy:

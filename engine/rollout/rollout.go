@@ -23,11 +23,15 @@ type Config struct {
 	MaxNewTokens int     `json:"max_new_tokens"` // a completion that reaches this without the stop token is truncated
 	Temperature  float32 `json:"temperature"`    // logprobs are recorded under softmax(logits / Temperature)
 	Shaping              // top-k / top-p / greedy: what is sampled, never what is recorded
-	Seed         uint64  `json:"seed"` // base of every completion's random stream
+	Seed         uint64  `json:"seed"` // base of every completion's random stream (model:rollout: 0 draws one per call)
 	StopToken    int32   `json:"-"`    // EOT unless set; a model with a small vocabulary may use another id
 	// Decode turns completion tokens (without the stop token) into text; optional.
 	Decode func([]int32) string `json:"-"`
 }
+
+// DefaultConfig is a rollout of 8 completions per prompt, each of at most 128 new tokens,
+// sampled at temperature 1 from the full distribution.
+func DefaultConfig() Config { return Config{Group: 8, MaxNewTokens: 128, Temperature: 1} }
 
 // Validate reports unusable values, naming the field.
 func (c Config) Validate() error {

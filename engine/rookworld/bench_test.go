@@ -19,7 +19,7 @@ const benchDepth, benchWorkers = 10, 2
 // benchPositions returns n distinct positions from seeded opening-style play.
 func benchPositions(b *testing.B, seed uint64, n int) []string {
 	b.Helper()
-	g, err := NewGenerator(GeneratorOptions{Seed: seed, MinPlies: 10, MaxPlies: 50})
+	g, err := NewGenerator(GeneratorOptions{Seed: seed, MinPly: 10, MaxPly: 50})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func BenchmarkScorePolicyWarm(b *testing.B) {
 }
 
 func BenchmarkScoreEnv(b *testing.B) {
-	g, _ := NewGenerator(GeneratorOptions{Seed: 9, MinPlies: 10, MaxPlies: 50})
+	g, _ := NewGenerator(GeneratorOptions{Seed: 9, MinPly: 10, MaxPly: 50})
 	var ins []Input
 	for range 64 {
 		it, _ := g.Next(context.Background())

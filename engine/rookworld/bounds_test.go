@@ -16,7 +16,7 @@ func TestTokenBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGenerator(GeneratorOptions{Seed: 3, Style: StyleRandom, MinPlies: 0, MaxPlies: 300})
+	g, err := NewGenerator(GeneratorOptions{Seed: 3, Style: StyleRandom, MinPly: 0, MaxPly: 300})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 func buildTestDataset(t *testing.T, pool *stockfish.Pool, opt DatasetOptions) (string, DatasetStats) {
 	t.Helper()
-	gen, err := NewGenerator(GeneratorOptions{Seed: 11, MinPlies: 1, MaxPlies: 40})
+	gen, err := NewGenerator(GeneratorOptions{Seed: 11, MinPly: 1, MaxPly: 40})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,10 @@ const (
 // GeneratorOptions configure the built-in position generator.
 type GeneratorOptions struct {
 	Seed     uint64 `json:"seed"`
-	StartFEN string `json:"start_fen"` // default StartFEN
-	MinPlies int    `json:"min_plies"` // shortest game played before a position is taken
-	MaxPlies int    `json:"max_plies"` // longest; default 60
-	Style    string `json:"style"`     // StyleOpening (default) or StyleRandom
+	StartFEN string `json:"start_fen"`                   // default StartFEN
+	MinPly   int    `json:"min_ply" renamed:"min_plies"` // shortest game played before a position is taken
+	MaxPly   int    `json:"max_ply" renamed:"max_plies"` // longest; default 60
+	Style    string `json:"style"`                       // StyleOpening (default) or StyleRandom
 	// With Engine set, each ply follows the engine with probability
 	// GuideProb: a move drawn uniformly from its top GuideTop lines at
 	// GuideDepth (defaults 3 and 6).
@@ -33,7 +33,7 @@ type GeneratorOptions struct {
 }
 
 // Generator plays seeded games and yields one position per game: the
-// position after a game length drawn uniformly from [MinPlies, MaxPlies].
+// position after a game length drawn uniformly from [MinPly, MaxPly].
 // When the game ends earlier, it yields the position before the final move,
 // with that move as Item.Next (so A: rows see checkmates and draws).
 type Generator struct {
@@ -49,8 +49,8 @@ func NewGenerator(opt GeneratorOptions) (*Generator, error) {
 	if opt.StartFEN == "" {
 		opt.StartFEN = chess.StartFEN
 	}
-	if opt.MaxPlies == 0 {
-		opt.MaxPlies = 60
+	if opt.MaxPly == 0 {
+		opt.MaxPly = 60
 	}
 	if opt.Style == "" {
 		opt.Style = StyleOpening
@@ -62,8 +62,8 @@ func NewGenerator(opt GeneratorOptions) (*Generator, error) {
 		opt.GuideDepth = 6
 	}
 	switch {
-	case opt.MinPlies < 0 || opt.MaxPlies < opt.MinPlies || opt.MaxPlies > 10000:
-		return nil, fmt.Errorf("generator: min_plies=%d max_plies=%d, want 0 <= min <= max <= 10000", opt.MinPlies, opt.MaxPlies)
+	case opt.MinPly < 0 || opt.MaxPly < opt.MinPly || opt.MaxPly > 10000:
+		return nil, fmt.Errorf("generator: min_ply=%d max_ply=%d, want 0 <= min <= max <= 10000", opt.MinPly, opt.MaxPly)
 	case opt.Style != StyleRandom && opt.Style != StyleOpening:
 		return nil, fmt.Errorf("generator: style %q, want %q or %q", opt.Style, StyleRandom, StyleOpening)
 	case opt.GuideProb < 0 || opt.GuideProb > 1:
@@ -91,7 +91,7 @@ func (g *Generator) Next(ctx context.Context) (Item, error) {
 		return Item{}, err
 	}
 	game := chess.NewGameFrom(g.start)
-	target := g.opt.MinPlies + g.rng.IntN(g.opt.MaxPlies-g.opt.MinPlies+1)
+	target := g.opt.MinPly + g.rng.IntN(g.opt.MaxPly-g.opt.MinPly+1)
 	next := ""
 	for game.Ply() < target {
 		m, err := g.choose(ctx, game)

@@ -46,15 +46,15 @@ const (
 type RewardConfig struct {
 	Policy         PolicyWeights `json:"policy"`
 	Env            EnvWeights    `json:"env"`
-	MalformedFloor float64       `json:"malformed" alias:"malformed_floor"` // total for an answer that does not parse
-	IllegalFloor   float64       `json:"illegal" alias:"illegal_floor"`     // total for a policy answer whose B: is illegal
-	RankCredit     []float64     `json:"rank_credit"`                       // best_rank credit for MultiPV rank 1, 2, …
-	LegalCredit    float64       `json:"legal_credit"`                      // best_rank credit for a legal move outside the lines
-	EvalClip       float64       `json:"eval_clip"`                         // pawns; |E − Stockfish| beyond this scores 0
-	FENPartial     bool          `json:"fen_partial"`                       // FEN credit by similarity instead of exact match
-	Shaping        Shaping       `json:"shaping"`                           // ShapeLinear ("" too), ShapeCentered, ShapeStrict
-	TruncatedFloor bool          `json:"truncated_floor"`                   // answers cut by max_new_tokens get MalformedFloor
-	Depth          int           `json:"depth"`                             // search depth; 0 = the pool's
+	MalformedFloor float64       `json:"malformed" renamed:"malformed_floor"` // total for an answer that does not parse
+	IllegalFloor   float64       `json:"illegal" renamed:"illegal_floor"`     // total for a policy answer whose B: is illegal
+	RankCredit     []float64     `json:"rank_credit"`                         // best_rank credit for MultiPV rank 1, 2, …
+	LegalCredit    float64       `json:"legal_credit"`                        // best_rank credit for a legal move outside the lines
+	EvalClip       float64       `json:"eval_clip"`                           // pawns; |E − Stockfish| beyond this scores 0
+	FENPartial     bool          `json:"fen_partial"`                         // FEN credit by similarity instead of exact match
+	Shaping        Shaping       `json:"shaping"`                             // ShapeLinear ("" too), ShapeCentered, ShapeStrict
+	TruncatedFloor bool          `json:"truncated_floor"`                     // answers cut by max_new_tokens get MalformedFloor
+	Depth          int           `json:"depth"`                               // search depth; 0 = the pool's
 }
 
 // DefaultRewardConfig returns the defaults: weights summing to one, malformed

@@ -245,7 +245,7 @@ func TestPGNSource(t *testing.T) {
 
 func TestGenerator(t *testing.T) {
 	open := func(seed uint64, style string) *Generator {
-		g, err := NewGenerator(GeneratorOptions{Seed: seed, Style: style, MinPlies: 2, MaxPlies: 30})
+		g, err := NewGenerator(GeneratorOptions{Seed: seed, Style: style, MinPly: 2, MaxPly: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestGenerator(t *testing.T) {
 
 	// Many short random games: some end early and report the final move.
 	g := open(4, StyleRandom)
-	g.opt.MinPlies, g.opt.MaxPlies = 200, 400
+	g.opt.MinPly, g.opt.MaxPly = 200, 400
 	ended := 0
 	for _, it := range drain(t, g, 10) {
 		if it.Next != "" {
@@ -286,7 +286,7 @@ func TestGenerator(t *testing.T) {
 		t.Error("no random game of 200+ plies ended")
 	}
 
-	for _, bad := range []GeneratorOptions{{MinPlies: 5, MaxPlies: 2}, {Style: "wild"}, {GuideProb: 0.5},
+	for _, bad := range []GeneratorOptions{{MinPly: 5, MaxPly: 2}, {Style: "wild"}, {GuideProb: 0.5},
 		{StartFEN: "7k/5Q2/6K1/8/8/8/8/8 b - - 1 1"}, {StartFEN: "junk"}} {
 		if _, err := NewGenerator(bad); err == nil {
 			t.Errorf("options %+v accepted", bad)
@@ -297,7 +297,7 @@ func TestGenerator(t *testing.T) {
 func TestGeneratorGuided(t *testing.T) {
 	pool := newTestPool(t, stockfish.Config{Depth: 4})
 	open := func() Source {
-		g, err := NewGenerator(GeneratorOptions{Seed: 5, MaxPlies: 6, MinPlies: 6, Engine: pool, GuideProb: 1, GuideDepth: 3, GuideTop: 1})
+		g, err := NewGenerator(GeneratorOptions{Seed: 5, MaxPly: 6, MinPly: 6, Engine: pool, GuideProb: 1, GuideDepth: 3, GuideTop: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,21 +8,21 @@ import (
 )
 
 // Config configures a Pool. Each field's json tag is its name in Lua option tables
-// (rook.stockfish{depth = 10}), configs and logs; its alias is the name a recipe's flat
-// config gives it (stockfish_depth; stockfish for the binary), the name Validate's errors
-// use. No field has a zero-means-default rule: start from DefaultConfig and set what
+// (rook.stockfish{depth = 10}), a recipe's stockfish section and logs; the names recipes used
+// before sections (stockfish_depth; stockfish for the binary) are refused with the new one
+// (renamed). No field has a zero-means-default rule: start from DefaultConfig and set what
 // differs; Validate refuses anything out of range.
 type Config struct {
-	Path      string  `json:"path" alias:"stockfish"`                  // engine binary; "" finds stockfish on PATH, then DefaultPath
-	Workers   int     `json:"workers" alias:"stockfish_workers"`       // engine processes
-	Depth     int     `json:"depth" alias:"stockfish_depth"`           // fixed search depth (what makes results deterministic)
-	MultiPV   int     `json:"multipv" alias:"stockfish_multipv"`       // lines per position
-	Threads   int     `json:"threads" alias:"stockfish_threads"`       // threads per engine; more than 1 breaks determinism
-	HashMB    int     `json:"hash_mb" alias:"stockfish_hash_mb"`       // hash table per engine, MiB
-	Timeout   float64 `json:"timeout" alias:"stockfish_timeout"`       // seconds per search attempt (start-up gets at least 10)
-	Retries   int     `json:"retries" alias:"stockfish_retries"`       // extra attempts after a crash or hang
-	CacheFile string  `json:"cache_file" alias:"stockfish_cache_file"` // optional JSONL cache that survives runs
-	CacheSize int     `json:"cache_size" alias:"stockfish_cache_size"` // in-memory entries kept; 0 = unlimited
+	Path      string  `json:"path" renamed:"stockfish"`                  // engine binary; "" finds stockfish on PATH, then DefaultPath
+	Workers   int     `json:"workers" renamed:"stockfish_workers"`       // engine processes
+	Depth     int     `json:"depth" renamed:"stockfish_depth"`           // fixed search depth (what makes results deterministic)
+	MultiPV   int     `json:"multipv" renamed:"stockfish_multipv"`       // lines per position
+	Threads   int     `json:"threads" renamed:"stockfish_threads"`       // threads per engine; more than 1 breaks determinism
+	HashMB    int     `json:"hash_mb" renamed:"stockfish_hash_mb"`       // hash table per engine, MiB
+	Timeout   float64 `json:"timeout" renamed:"stockfish_timeout"`       // seconds per search attempt (start-up gets at least 10)
+	Retries   int     `json:"retries" renamed:"stockfish_retries"`       // extra attempts after a crash or hang
+	CacheFile string  `json:"cache_file" renamed:"stockfish_cache_file"` // optional JSONL cache that survives runs
+	CacheSize int     `json:"cache_size" renamed:"stockfish_cache_size"` // in-memory entries kept; 0 = unlimited
 }
 
 // DefaultConfig is one single-threaded engine searching to depth 10 with
@@ -32,7 +32,7 @@ func DefaultConfig() Config {
 }
 
 // Validate checks every field; each error names the setting as recipes know
-// it ("stockfish_depth must be ≥ 1, got 0").
+// it ("stockfish: depth must be ≥ 1, got 0").
 func (c Config) Validate() error {
 	var errs []error
 	for _, r := range []struct {
@@ -45,13 +45,13 @@ func (c Config) Validate() error {
 	} {
 		switch {
 		case r.v < r.lo:
-			errs = append(errs, fmt.Errorf("stockfish_%s must be ≥ %d, got %d", r.key, r.lo, r.v))
+			errs = append(errs, fmt.Errorf("stockfish: %s must be ≥ %d, got %d", r.key, r.lo, r.v))
 		case r.v > r.hi:
-			errs = append(errs, fmt.Errorf("stockfish_%s must be ≤ %d, got %d", r.key, r.hi, r.v))
+			errs = append(errs, fmt.Errorf("stockfish: %s must be ≤ %d, got %d", r.key, r.hi, r.v))
 		}
 	}
 	if !(c.Timeout > 0) || math.IsInf(c.Timeout, 0) {
-		errs = append(errs, fmt.Errorf("stockfish_timeout must be a positive number of seconds, got %v", c.Timeout))
+		errs = append(errs, fmt.Errorf("stockfish: timeout must be a positive number of seconds, got %v", c.Timeout))
 	}
 	return errors.Join(errs...)
 }

@@ -17,17 +17,17 @@ func TestConfigValidate(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"depth 0 is not the default depth", func(c *Config) { c.Depth = 0 }, "stockfish_depth must be ≥ 1, got 0"},
-		{"depth too deep", func(c *Config) { c.Depth = 101 }, "stockfish_depth must be ≤ 100, got 101"},
-		{"no workers", func(c *Config) { c.Workers = 0 }, "stockfish_workers must be ≥ 1, got 0"},
-		{"negative workers", func(c *Config) { c.Workers = -2 }, "stockfish_workers must be ≥ 1, got -2"},
-		{"multipv 0", func(c *Config) { c.MultiPV = 0 }, "stockfish_multipv must be ≥ 1, got 0"},
-		{"hash 0", func(c *Config) { c.HashMB = 0 }, "stockfish_hash_mb must be ≥ 1, got 0"},
-		{"negative retries", func(c *Config) { c.Retries = -1 }, "stockfish_retries must be ≥ 0, got -1"},
+		{"depth 0 is not the default depth", func(c *Config) { c.Depth = 0 }, "stockfish: depth must be ≥ 1, got 0"},
+		{"depth too deep", func(c *Config) { c.Depth = 101 }, "stockfish: depth must be ≤ 100, got 101"},
+		{"no workers", func(c *Config) { c.Workers = 0 }, "stockfish: workers must be ≥ 1, got 0"},
+		{"negative workers", func(c *Config) { c.Workers = -2 }, "stockfish: workers must be ≥ 1, got -2"},
+		{"multipv 0", func(c *Config) { c.MultiPV = 0 }, "stockfish: multipv must be ≥ 1, got 0"},
+		{"hash 0", func(c *Config) { c.HashMB = 0 }, "stockfish: hash_mb must be ≥ 1, got 0"},
+		{"negative retries", func(c *Config) { c.Retries = -1 }, "stockfish: retries must be ≥ 0, got -1"},
 		{"no retries is allowed", func(c *Config) { c.Retries = 0 }, ""},
-		{"timeout 0", func(c *Config) { c.Timeout = 0 }, "stockfish_timeout must be a positive number of seconds, got 0"},
-		{"timeout NaN", func(c *Config) { c.Timeout = math.NaN() }, "stockfish_timeout must be a positive number of seconds, got NaN"},
-		{"timeout +Inf", func(c *Config) { c.Timeout = math.Inf(1) }, "stockfish_timeout"},
+		{"timeout 0", func(c *Config) { c.Timeout = 0 }, "stockfish: timeout must be a positive number of seconds, got 0"},
+		{"timeout NaN", func(c *Config) { c.Timeout = math.NaN() }, "stockfish: timeout must be a positive number of seconds, got NaN"},
+		{"timeout +Inf", func(c *Config) { c.Timeout = math.Inf(1) }, "stockfish: timeout"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,8 +48,8 @@ func TestConfigValidate(t *testing.T) {
 // become depth 10 and one worker without a word.
 func TestNewPoolRefusesZeroSettings(t *testing.T) {
 	for key, mod := range map[string]func(*Config){
-		"stockfish_depth":   func(c *Config) { c.Depth = 0 },
-		"stockfish_workers": func(c *Config) { c.Workers = 0 },
+		"stockfish: depth":   func(c *Config) { c.Depth = 0 },
+		"stockfish: workers": func(c *Config) { c.Workers = 0 },
 	} {
 		c := DefaultConfig()
 		c.Path = "/nonexistent/stockfish" // would fail differently if it got that far

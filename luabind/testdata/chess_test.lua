@@ -44,7 +44,7 @@ function T.test_rules_and_scoring_without_engine()
   check.eq(bad.malformed, true)
   check.near(bad.total, -0.3, 1e-12, "malformed floor")
   check.errors(function() rook.chess.score(prompt, r.completion, { malformed = 0/0 }) end,
-    "rook.chess.score: malformed must be in [-10, 10], got NaN")
+    "rook.chess.score: reward: malformed must be in [-10, 10], got NaN")
 end
 
 function T.test_reward_chess_on_a_rollout()
@@ -53,24 +53,28 @@ function T.test_reward_chess_on_a_rollout()
   local data = rook.positions{ path = EPD, task = "mix", seed = 1 }
   local policy = rook.load("random:tiny")
   local b = policy:rollout(data:next(2), { group = 2, max_new_tokens = 8, seed = 1 })
-  local summary = rook.reward.chess(b, { engine = sf, malformed = -0.25 })
+  local summary = rook.reward.chess(b, { malformed = -0.25 }, sf)
   check.eq(#b:rewards(), 4)
   for _, r in ipairs(b:rewards()) do check.near(r, -0.25, 1e-12, "random text is malformed") end
   check.eq(summary.components.malformed, 1)
   check.eq(summary.p_count + summary.a_count, 4)
-  local m = rook.eval(policy, data:next(2), { engine = sf, max_new_tokens = 8 })
+  local m = rook.eval(policy, data:next(2), { max_new_tokens = 8 }, sf)
   check.eq(m.p_format + m.a_format, 0, "a random model formats nothing")
   local a = sf:analyse("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")
   check.eq(#a.moves, 5)
-  check.errors(function() rook.reward.chess(b, { engine = sf, weights = 1 }) end, 'unknown option "weights"')
+  check.errors(function() rook.reward.chess(b, { weights = 1 }, sf) end, 'unknown option "weights"')
+  check.errors(function() rook.reward.chess(b, { engine = sf }) end, 'unknown option "engine"')
 end
 
 -- Reward options are rookworld.RewardConfig's settings: nested weights over their defaults,
--- lists, named shapings, older names; errors name the key by its path.
+-- lists, named shapings; an older name is refused with the new one; errors name the key by
+-- its path.
 function T.test_reward_options()
   local prompt = "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
   local right = rook.chess.step("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e2e4").completion
-  check.near(rook.chess.score(prompt, "garbage", { malformed_floor = -0.5 }).total, -0.5, 1e-12, "malformed_floor is malformed")
+  check.near(rook.chess.score(prompt, "garbage", { malformed = -0.5 }).total, -0.5, 1e-12, "the malformed floor")
+  check.errors(function() rook.chess.score(prompt, "garbage", { malformed_floor = -0.5 }) end,
+    'rook.chess.score: option "malformed_floor" is now "malformed"')
   -- Right flags and reward field, wrong FEN: with all the weight on the FEN the total is 0,
   -- 2t − 1 = −1 when centered.
   local wrong_fen = string.gsub(right, "4P3", "3P4", 1)
@@ -80,22 +84,25 @@ function T.test_reward_options()
   check.near(rook.chess.score(prompt, wrong_fen, fen_only).total, -1, 1e-12, "centered")
   check.near(rook.chess.score(prompt, wrong_fen).total, 0.4, 1e-12, "default weights: format, flags, reward field")
   check.errors(function() rook.chess.score(prompt, right, { env = { fenn = 1 } }) end,
-    'rook.chess.score: unknown option "env.fenn" (did you mean "env.fen"?)')
+    'rook.chess.score: unknown option "env.fenn" (did you mean "fen"?)')
   check.errors(function() rook.chess.score(prompt, right, { rank_credit = { 1, "x" } }) end,
     'option "rank_credit": element 2: want a number, got the string "x"')
   check.errors(function() rook.chess.score(prompt, right, { rank_credit = { 1, 2 } }) end, "rank_credit[1] must be in [0, 1], got 2")
   check.errors(function() rook.chess.score(prompt, right, { policy = 0.5 }) end, 'option "policy": want a table of settings, got 0.5')
 end
 
--- rook.eval's options are its decoding settings (rollout.Config's names) and the reward's.
+-- rook.eval's settings are its decoding settings (rollout.Config's names) and the reward's,
+-- nested (reward = {...} or a reward section); the engine is its fourth argument.
 function T.test_eval_options_are_checked()
   local policy = rook.load("random:tiny")
   local prompts = { "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+" }
   check.errors(function() rook.eval(policy, prompts, { max_new_token = 8 }) end,
     'rook.eval: unknown option "max_new_token" (did you mean "max_new_tokens"?)')
-  check.errors(function() rook.eval(policy, prompts, { temperature = 0 }) end, "rook.eval: temperature must be > 0")
-  check.errors(function() rook.eval(policy, prompts, { malformed = 11 }) end, "rook.eval: malformed must be in [-10, 10], got 11")
-  local m = rook.eval(policy, prompts, { max_new_tokens = 4, greedy = false, seed = 3, malformed = -0.25 })
+  check.errors(function() rook.eval(policy, prompts, { temperature = 0 }) end, "rook.eval: eval: rollout: temperature must be > 0")
+  check.errors(function() rook.eval(policy, prompts, { reward = { malformed = 11 } }) end,
+    "rook.eval: eval: reward: malformed must be in [-10, 10], got 11")
+  check.errors(function() rook.eval(policy, prompts, { malformed = -0.25 }) end, 'rook.eval: unknown option "malformed"')
+  local m = rook.eval(policy, prompts, { max_new_tokens = 4, greedy = false, seed = 3, reward = { malformed = -0.25 } })
   check.near(m.reward_mean, -0.25, 1e-12, "a random model's answer is malformed")
 end
 
@@ -105,7 +112,7 @@ function T.test_eval_answers_per_prompt()
   local data = rook.positions{ path = EPD, task = "mix", seed = 1 }
   local prompts = {}
   for _, task in ipairs({ "policy", "env", "policy" }) do prompts[#prompts + 1] = data:next(1, { task = task })[1] end
-  local m = rook.eval(rook.load("random:tiny"), prompts, { engine = sf, max_new_tokens = 8 })
+  local m = rook.eval(rook.load("random:tiny"), prompts, { max_new_tokens = 8 }, sf)
   check.eq(#m.answers, 3, "one answer per prompt")
   local sum = 0
   for i, a in ipairs(m.answers) do
@@ -121,18 +128,17 @@ end
 
 function T.test_engine_option_must_be_a_stockfish()
   check.errors(function() rook.positions{ generator = { engine = 3 } } end,
-    "generator.engine must be a rook.stockfish, got a number")
-  check.errors(function() rook.chess.score("A: x", "y", { engine = "sf" }) end,
-    "engine must be a rook.stockfish, got a string")
+    'rook.positions: option "generator.engine": want a rook.stockfish, got 3')
+  check.errors(function() rook.chess.score("A: x", "y", nil, "sf") end,
+    "rook.chess.score: the engine (argument 4) must be a rook.stockfish, got string")
 end
 
 function T.test_stockfish_settings_are_checked()
-  check.errors(function() rook.stockfish{ depth = 0 } end, "stockfish_depth must be ≥ 1, got 0")
-  check.errors(function() rook.stockfish{ workers = 0 } end, "stockfish_workers must be ≥ 1, got 0")
-  check.errors(function() rook.stockfish{ stockfish_depth = 0 } end, "stockfish_depth must be ≥ 1, got 0")
+  check.errors(function() rook.stockfish{ depth = 0 } end, "rook.stockfish: stockfish: depth must be ≥ 1, got 0")
+  check.errors(function() rook.stockfish{ workers = 0 } end, "stockfish: workers must be ≥ 1, got 0")
+  check.errors(function() rook.stockfish{ stockfish_depth = 4 } end, 'rook.stockfish: option "stockfish_depth" is now "depth"')
   check.errors(function() rook.stockfish{ depht = 4 } end, 'rook.stockfish: unknown option "depht" (did you mean "depth"?)')
   check.errors(function() rook.stockfish{ timeout = "30s" } end, 'rook.stockfish: option "timeout": want a number, got the string "30s"')
-  check.errors(function() rook.stockfish{ depth = 4, stockfish_depth = 5 } end, 'option "depth" is given twice, as "depth", "stockfish_depth"')
   local sf, err = rook.stockfish{ path = "/nonexistent/stockfish" }
   check.eq(sf, nil)
   check.truthy(string.find(err, "make setup", 1, true), err)

@@ -13,24 +13,25 @@ local function fresh(sampling)
   return policy, policy:reference(), rook.adamw(policy, { lr = 1e-3 }), b
 end
 
--- Each setting has one canonical name (TRL's where TRL has it); the names used before stay
--- accepted and mean the same.
+-- Each setting has one canonical name (TRL's where TRL has it); kl_coef, TRL's PPO name,
+-- reaches beta; the names this project used before are refused with the new one.
 function T.test_trl_names_and_aliases()
   local p1, r1, o1, b1 = fresh()
-  local m1 = rook.grpo.step(p1, r1, o1, b1, { beta = 0.05, epsilon = 0.1, epsilon_high = 0.3, loss_type = "dapo",
-    scale_rewards = "batch", importance_sampling_level = "token", num_iterations = 2 })
+  local m1 = rook.grpo.step(p1, r1, o1, b1, { beta = 0.05, epsilon = 0.1, epsilon_high = 0.3, loss_type = "dapo" })
   local p2, r2, o2, b2 = fresh()
-  local m2 = rook.grpo.step(p2, r2, o2, b2, { kl_coef = 0.05, clip_low = 0.1, clip_high = 0.3, aggregation = "dapo",
-    scale = "batch", ratio_level = "token", epochs = 2 })
-  check.eq(m2.loss, m1.loss, "same loss under the older names")
-  check.eq(m2.updates, 2, "epochs is num_iterations")
+  local m2 = rook.grpo.step(p2, r2, o2, b2, { kl_coef = 0.05, epsilon = 0.1, epsilon_high = 0.3, loss_type = "dapo" })
+  check.eq(m2.loss, m1.loss, "kl_coef is beta")
   check.eq(p2:hash(), p1:hash(), "same weights after the step")
-  check.eq(rook.grpo.defaults{ mask_truncated = true }.mask_truncated_completions, true, "mask_truncated")
+  for old, new in pairs{ clip_low = "epsilon", clip = "epsilon", clip_high = "epsilon_high", aggregation = "loss_type",
+                         scale = "scale_rewards", ratio_level = "importance_sampling_level", epochs = "num_iterations",
+                         mask_truncated = "mask_truncated_completions" } do
+    check.errors(function() rook.grpo.defaults{ [old] = 1 } end, string.format('option "%s" is now "%s"', old, new))
+  end
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { beta = 0.1, kl_coef = 0.1 }) end, 'option "beta" is given twice, as "beta", "kl_coef"')
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { klcoef = 1 }) end, 'unknown option "klcoef" (did you mean "kl_coef"?)')
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { epsilon = "wide" }) end, 'option "epsilon": want a number, got the string "wide"')
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { num_iterations = 1.5 }) end, 'option "num_iterations": want an integer, got 1.5')
-  check.errors(function() rook.grpo.step(p1, r1, o1, b1, { lr = 1e-3 }) end, "the learning rate belongs to the optimizer")
+  check.errors(function() rook.grpo.step(p1, r1, o1, b1, { lr = 1e-3 }) end, "the learning rate is the optimizer's")
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { std_eps = 0 }) end, "std_eps must be > 0")
 end
 
@@ -81,16 +82,22 @@ function T.test_debug_hooks()
   check.eq(m.finite, false)
 end
 
--- rook.check reads option tables as the calls will, naming the bad key.
-function T.test_check()
-  rook.check{ grpo = { beta = 0.1, loss_type = "dapo" }, rollout = { group = 4, top_p = 0.9 }, adamw = { lr = 1e-4 } }
-  check.errors(function() rook.check{ grpo = { beta = 0 / 0 } } end, "rook.check: rook.grpo.step: beta must be a finite number ≥ 0, got NaN")
-  check.errors(function() rook.check{ rollout = { temperature = 0 } } end, "rook.check: policy:rollout: temperature must be > 0")
-  check.errors(function() rook.check{ adamw = { lr_schedule = "cosinee" } } end, 'rook.check: rook.adamw: lr_schedule "cosinee"')
-  check.errors(function() rook.check{ adam = {} } end, 'unknown option set "adam" (did you mean "adamw"?)')
+-- rook.grpo.plan sizes a run's micro-batches from its sections, and refuses shapes GRPO cannot
+-- train before any work.
+function T.test_plan()
   local policy = rook.load("random:tiny")
-  check.errors(function() rook.check{ rollout = { max_new_tokens = 300 }, model = policy } end, "max_new_tokens must be < 256")
-  rook.check{ rollout = { max_new_tokens = 200 }, model = policy }
+  local p = rook.grpo.plan(policy, { prompts = 2, rollout = { group = 4, max_new_tokens = 8 }, grpo = { beta = 0.1 } })
+  check.eq(p.micro_batch, 8, "a whole step fits an ample budget")
+  check.truthy(p.fits and p.bytes > 0 and p.parts.kv_cache > 0, p.text)
+  local small = rook.grpo.plan(policy, { prompts = 2, rollout = { group = 4, max_new_tokens = 8 }, grpo = { beta = 0.1 },
+                                         budget = p.bytes - 1 })
+  check.truthy(small.micro_batch < 8, "a budget below the whole step: smaller micro-batches (" .. small.text .. ")")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 2, rollout = { group = 1 } }) end, "GRPO needs at least 2 per prompt to compare")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 0 }) end, "a step needs prompts")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 1, rollout = { max_new_tokens = 300 } }) end,
+    "leave no room for a prompt in the model's context of 256")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 1, eval_size = 4, eval = { max_new_tokens = 256 } }) end,
+    "answers of up to 256 tokens")
 end
 
 return T

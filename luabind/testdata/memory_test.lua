@@ -18,11 +18,12 @@ function T.test_budget_specs()
   check.errors(function() rook.memory.budget({}) end, "want a size or a fraction of RAM")
 end
 
-function T.test_plan()
+-- rook.sft.plan: as many documents per micro-batch as fit the budget and 4096 tokens, up to
+-- the batch (rook.grpo.plan: grpo_test.lua).
+function T.test_sft_plan()
   local m = rook.load("random:small")
-  local o = { budget = "64GB", seq_len = 200, scored = 72, sequences = 64, reference = true,
-              kv_slots = 64, kv_cap = 200, prefill = 640, sample_rows = 64 }
-  local p = rook.memory.plan(m, o)
+  local o = { budget = "64GB", seq_len = 200, batch = 64 }
+  local p = rook.sft.plan(m, o)
   check.eq(p.micro_batch, 20, "a large budget: micro-batches of 4096 tokens")
   check.eq(p.fits, true)
   local sum = 0
@@ -30,29 +31,26 @@ function T.test_plan()
   check.eq(p.bytes, sum, "bytes is the sum of the parts")
   check.truthy(string.find(p.text, "micro-batches of 20 of 64 sequences", 1, true), p.text)
 
-  o.budget = p.bytes - 1 -- one byte short of 20 sequences
-  local q = rook.memory.plan(m, o)
+  o.budget = p.bytes - 1 -- one byte short of 20 documents
+  local q = rook.sft.plan(m, o)
   check.eq(q.micro_batch, 19, "the budget binds")
   check.truthy(q.bytes <= o.budget, "and is kept")
 
   o.budget = "1MB"
-  local r = rook.memory.plan(m, o)
+  local r = rook.sft.plan(m, o)
   check.eq(r.micro_batch, 1)
   check.eq(r.fits, false)
   check.truthy(string.find(r.text, "OVER BUDGET", 1, true), r.text)
 
-  o.budget, o.sequences = "64GB", 8
-  check.eq(rook.memory.plan(m, o).micro_batch, 8, "never more than a step's sequences")
-  o.sequences, o.group, o.prompt = 64, 8, 128
-  -- A group packs its prompt once: 127 + 8 × 73 = 711 tokens, five groups within 4096.
-  check.eq(rook.memory.plan(m, o).micro_batch, 40, "whole groups of shared prompts")
-  o.group, o.prompt = nil, nil
-  o.seq_len, o.scored = 300, 300
-  local c = rook.memory.plan(m, o)
-  o.seq_len, o.scored = 256, 256
-  check.eq(c.bytes, rook.memory.plan(m, o).bytes, "a bound beyond the context is the context")
-  check.errors(function() rook.memory.plan(m, { seq_len = 0 }) end, "seq_len must be ≥ 1")
-  check.errors(function() rook.memory.plan(m, { seqlen = 30 }) end, 'unknown option "seqlen"')
+  o.budget, o.batch = "64GB", 8
+  check.eq(rook.sft.plan(m, o).micro_batch, 8, "never more than a step's documents")
+  o.seq_len = 300
+  local c = rook.sft.plan(m, o)
+  o.seq_len = 256
+  check.eq(c.bytes, rook.sft.plan(m, o).bytes, "a bound beyond the context is the context")
+  check.eq(rook.sft.plan(m, { batch = 2 }).seq_len, 256, "the context by default")
+  check.errors(function() rook.sft.plan(m, { batch = 1, seq_len = 0 }) end, "seq_len must be ≥ 1")
+  check.errors(function() rook.sft.plan(m, { seqlen = 30 }) end, 'unknown option "seqlen"')
 end
 
 function T.test_peak()

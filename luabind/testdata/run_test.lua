@@ -178,28 +178,21 @@ function T.test_save_failure_and_ownership()
   check.errors(function() rook.run{ dir = dir, policy = policy, opt = rook.adamw(rook.load("random:tiny")) } end, "not the policy's optimizer")
 end
 
--- rook.check's run set gives rook.run's refusals before a recipe loads its model: a new run
--- where checkpoints are, a resume where there is no run, another writer (here: a run still
--- open in this process).
-function T.test_check_run()
+-- rook.config checks a config's run_dir as rook.run would, before a recipe loads its model: a
+-- new run where checkpoints are, another writer (here: a run still open in this process).
+function T.test_config_checks_run_dir()
   local fresh = tmpdir()
-  rook.check{ run = { dir = fresh } }
+  rook.config{ run_dir = fresh }
   check.eq(io.open(fresh .. "/lock"), nil, "the check creates nothing")
-  check.errors(function() rook.check{ run = { dir = fresh, resume = true } } end,
-    "rook.check: rook.run: " .. fresh .. " is not a run directory")
   local dir = tmpdir()
   train(dir, 2, 2)
-  check.errors(function() rook.check{ run = { dir = dir } } end, "already holds checkpoints (step-00000002): resume it or choose another directory")
-  rook.check{ run = { dir = dir, resume = true } }
+  check.errors(function() rook.config{ run_dir = dir } end, "run_dir=" .. dir .. ": " .. dir .. " already holds checkpoints (step-00000002): resume it or choose another directory")
+  local busy = tmpdir()
   local policy = rook.load("random:tiny")
-  local run = assert(rook.run{ dir = dir, resume = dir, policy = policy, ref = policy:reference(), opt = rook.adamw(policy, { lr = 1e-3 }),
-                               data = rook.positions{ path = EPD, task = "mix" }, steps = 2 })
-  check.errors(function() rook.check{ run = { dir = dir, resume = true } } end, "is in use by this process")
+  local run = assert(rook.run{ dir = busy, policy = policy, opt = rook.adamw(policy, { lr = 1e-3 }), steps = 2 })
+  check.errors(function() rook.config{ run_dir = busy } end, "is in use by this process")
   run:close()
-  rook.check{ run = { dir = dir, resume = true } }
-  check.errors(function() rook.check{ run = { dir = dir, resum = true } } end, 'rook.check: run: unknown option "resum" (did you mean "resume"?)')
-  check.errors(function() rook.check{ run = { resume = true } } end, "rook.check: run: dir is missing")
-  check.errors(function() rook.check{ run = "runs/x" } end, "rook.check: run must be an option table, got a string")
+  rook.config{ run_dir = busy }
 end
 
 return T

@@ -3,95 +3,85 @@ local rook = require("rook")
 
 local T = {}
 
--- A recipe's flat config, as rook.config returns it: engine settings under one of their
--- names, and the recipe's own keys.
-local function recipe_config()
-  return {
-    steps = 30, seed = 7, threads = 0, depth = 3, model = "default",
-    group = 4, max_new_tokens = 16, temperature = 0.8, top_k = 5,
-    kl_coef = 0.05, epsilon = 0.1, loss_type = "dapo",
-    lr = 1e-4, lr_warmup = 3, betas = { 0.9, 0.99 },
-    malformed = -0.5, policy = { best_rank = 0.6 }, rank_credit = { 1, 0.5 },
-    stockfish = "/bin/sf", stockfish_depth = 6, stockfish_workers = 2,
+-- A recipe's config with sections: each is resolved over its call's defaults, once.
+local function config()
+  return rook.config{
+    steps = 30, seed = 7, depth = 3,
+    rollout = { group = 4, max_new_tokens = 16, temperature = 0.8, top_k = 5 },
+    grpo = { kl_coef = 0.05, loss_type = "dapo" },
+    adamw = { lr = 1e-4, lr_warmup = 3, betas = { 0.9, 0.99 } },
+    reward = { malformed = -0.5, policy = { best_rank = 0.6 }, rank_credit = { 1, 0.5 } },
+    stockfish = { depth = 6, workers = 2 },
   }
 end
 
-local function keys(t)
-  local out = {}
-  for k in pairs(t) do out[#out + 1] = k end
-  table.sort(out)
-  return table.concat(out, ",")
+function T.test_sections_resolve_over_the_calls_defaults()
+  local cfg = config()
+  check.eq(cfg.steps, 30, "the recipe's own values stay plain")
+  check.eq(cfg.depth, 3, "the recipe's depth is not the pool's")
+  check.eq(cfg.grpo.beta, 0.05, "kl_coef reaches beta")
+  check.eq(cfg.grpo.kl_coef, 0.05, "read under either name")
+  check.eq(cfg.grpo.epsilon, 0.2, "a setting the recipe left: the call's default")
+  check.eq(cfg.rollout.seed, 0, "no seed given: each call draws one")
+  check.near(cfg.rollout.temperature, 0.8, 1e-6)
+  check.eq(cfg.adamw.beta2, 0.99, "betas = {beta1, beta2}")
+  check.eq(cfg.reward.policy.best_rank, 0.6, "a nested table over its defaults")
+  check.eq(cfg.reward.policy.candidates, 0.2, "its other weights kept")
+  check.eq(cfg.stockfish.depth, 6)
+  check.eq(cfg.stockfish.hash_mb, 16, "the pool's default")
+  check.truthy(string.find(tostring(cfg.grpo), "beta=0.05", 1, true), tostring(cfg.grpo))
+  check.errors(function() return cfg.grpo.bta end, 'unknown option "grpo.bta" (did you mean "beta"?)')
+  check.errors(function() return cfg.grpo.clip end, 'option "grpo.clip" is now "grpo.epsilon"')
 end
 
--- rook.settings takes the entries of a flat config that are one call's settings, under their
--- canonical names.
-function T.test_settings_take_a_calls_settings_by_name()
-  local cfg = recipe_config()
-  local update = rook.settings(cfg, "grpo")
-  check.eq(keys(update), "beta,epsilon,loss_type", "grpo settings")
-  check.eq(update.beta, 0.05, "kl_coef reaches beta")
-  local sampling = rook.settings(cfg, "rollout")
-  check.eq(keys(sampling), "group,max_new_tokens,temperature,top_k", "rollout settings (no seed: a recipe derives it per call)")
-  local adamw = rook.settings(cfg, "adamw")
-  check.eq(keys(adamw), "betas,lr,lr_warmup", "adamw settings and betas")
-  local scoring = rook.settings(cfg, "reward")
-  check.eq(keys(scoring), "depth,malformed,policy,rank_credit", "reward settings")
-  check.eq(scoring.policy.best_rank, 0.6)
-  -- The pool's settings go by their recipe names; the bare ones (depth, threads) are the recipe's.
-  local engine = rook.settings(cfg, "stockfish")
-  check.eq(keys(engine), "depth,path,workers", "stockfish settings")
-  check.eq(engine.depth, 6, "stockfish_depth, not the recipe's depth")
-  check.eq(engine.path, "/bin/sf")
-  local options = rook.settings(cfg, "eval")
-  check.eq(keys(options), "depth,malformed,max_new_tokens,policy,rank_credit,temperature", "eval settings")
-  -- Each result is what the call reads.
-  rook.check{ grpo = update, rollout = sampling, adamw = adamw, reward = scoring, stockfish = engine, eval = options }
-  -- A copy: changing it leaves the config alone.
-  scoring.policy.best_rank = 0.1
-  check.eq(cfg.policy.best_rank, 0.6, "the config's table is not shared")
+-- A value changed between calls goes through the section's setter, which checks the whole
+-- section again; the calls read the new value.
+function T.test_setter_checks_and_calls_read_it()
+  local cfg = config()
+  cfg.grpo.beta = 0.1
+  check.eq(cfg.grpo.beta, 0.1)
+  check.eq(rook.grpo.defaults(cfg.grpo).beta, 0.1, "a call reads the section as it is now")
+  check.errors(function() cfg.grpo.beta = -1 end, "grpo.beta = -1: grpo: beta must be a finite number ≥ 0, got -1")
+  check.eq(cfg.grpo.beta, 0.1, "a refused value changes nothing")
+  check.errors(function() cfg.grpo.loss_type = "sum" end, 'loss_type "sum"')
+  check.errors(function() cfg.grpo.bta = 1 end, 'unknown option "grpo.bta" (did you mean "beta"?)')
+  check.errors(function() cfg.adamw.lr_schedule = "cosinee" end, 'lr_schedule "cosinee" is not one of')
+  cfg.adamw.lr_schedule = "cosine" -- total_updates may come later: the optimizer needs it
+  check.errors(function() rook.adamw(rook.load("random:tiny"), cfg.adamw) end, "a cosine schedule needs total_updates")
+  cfg.adamw.total_updates = 10
+  local opt = rook.adamw(rook.load("random:tiny"), cfg.adamw)
+  check.eq(opt:options().beta2, 0.99)
+  check.eq(opt:options().total_updates, 10)
+  check.errors(function() rook.adamw(rook.load("random:tiny"), cfg.grpo) end, "rook.adamw: want rook.adamw's settings, got the grpo section")
 end
 
--- opts go over the config's entries, under any name of the group's settings, and are strict.
-function T.test_settings_opts_are_strict()
-  local cfg = recipe_config()
-  local adamw = rook.settings(cfg, "adamw", { weight_decay = 0, total_updates = 90, betas = { 0.8, 0.9 } })
-  check.eq(adamw.total_updates, 90)
-  check.eq(adamw.betas[1], 0.8, "opts replace the config's entry")
-  check.eq(rook.settings(cfg, "grpo", { beta = 0 }).beta, 0, "beta replaces the config's kl_coef")
-  check.eq(rook.settings(cfg, "stockfish", { workers = 1 }).workers, 1)
-  check.eq(rook.settings(cfg, "stockfish", { stockfish_workers = 3 }).workers, 3, "an alias, under its canonical name")
-  check.eq(rook.settings({}, "reward", { engine = "not yet checked" }).engine, "not yet checked", "the call's own keys")
-  check.errors(function() rook.settings(cfg, "adamw", { total_update = 90 }) end,
-    '"total_update" is not an option of rook.adamw (did you mean "total_updates"?)')
-  check.errors(function() rook.settings(cfg, "grpo", { beta = 0, kl_coef = 0 }) end, 'option "beta" is given twice')
-  check.errors(function() rook.settings(cfg, "grpos") end, 'unknown setting group "grpos" (did you mean "grpo"?)')
-  check.errors(function() rook.settings({ beta = 0.1, kl_coef = 0.2 }, "grpo") end,
-    'the config gives rook.grpo.step\'s setting "beta" twice, as "beta", "kl_coef"')
-  -- What rook.settings passes on is read strictly by the call.
-  local bad = rook.settings({ malformed = "low" }, "reward")
-  check.errors(function() rook.check{ reward = bad } end, 'rook.check: rook.reward.chess: option "malformed": want a number, got the string "low"')
-end
-
--- rook.check reads reward, stockfish and eval option tables as their calls will.
-function T.test_check_reward_stockfish_eval()
-  rook.check{ reward = { malformed = -0.5, policy = { eval = 0.3 }, shaping = "centered" },
-              stockfish = { stockfish_depth = 4, timeout = 2.5 }, eval = { greedy = false, malformed = -1 } }
-  check.errors(function() rook.check{ reward = { malformed = 20 } } end,
-    "rook.check: rook.reward.chess: malformed must be in [-10, 10], got 20")
-  check.errors(function() rook.check{ reward = { policy = { best_rnk = 1 } } } end,
-    'rook.check: rook.reward.chess: unknown option "policy.best_rnk" (did you mean "policy.best_rank"?)')
-  check.errors(function() rook.check{ reward = { shaping = "square" } } end, 'shaping must be "linear", "centered" or "strict", got "square"')
-  check.errors(function() rook.check{ reward = { engine = 3 } } end, "rook.check: rook.reward.chess: engine must be a rook.stockfish, got a number")
-  check.errors(function() rook.check{ stockfish = { stockfish_depth = 0 } } end,
-    "rook.check: rook.stockfish: stockfish_depth must be ≥ 1, got 0")
-  check.errors(function() rook.check{ stockfish = { timeout = 0 } } end,
-    "rook.check: rook.stockfish: stockfish_timeout must be a positive number of seconds, got 0")
-  check.errors(function() rook.check{ eval = { temperature = 0 } } end, "rook.check: rook.eval: temperature must be > 0")
-  check.errors(function() rook.check{ eval = { max_new_token = 8 } } end,
-    'rook.check: rook.eval: unknown option "max_new_token" (did you mean "max_new_tokens"?)')
-  check.errors(function() rook.check{ rewards = {} } end, 'unknown option set "rewards" (did you mean "reward"?)')
+-- A rollout draws a seed per call unless the recipe gives one; a section's seed, once set,
+-- is the call's.
+function T.test_rollout_seed()
+  local cfg = config()
   local policy = rook.load("random:tiny")
-  check.errors(function() rook.check{ eval = { max_new_tokens = 300 }, model = policy } end, "max_new_tokens must be < 256")
+  cfg.rollout.max_new_tokens = 6
+  local a = policy:rollout({ "a" }, cfg.rollout)
+  local b = policy:rollout({ "a" }, cfg.rollout)
+  check.truthy(a[1].text ~= b[1].text or a[2].text ~= b[2].text, "seeds drawn per call differ")
+  cfg.rollout.seed = 11
+  local c = policy:rollout({ "a" }, cfg.rollout)
+  local d = policy:rollout({ "a" }, { group = 4, max_new_tokens = 6, temperature = 0.8, top_k = 5, seed = 11 })
+  for i = 1, 4 do check.eq(c[i].text, d[i].text, "the section's seed is the call's") end
+end
+
+function T.test_config_errors_name_their_key()
+  check.errors(function() rook.config{ grpo = { beta = -1 } } end, "config: grpo: beta must be a finite number ≥ 0, got -1")
+  check.errors(function() rook.config{ grpo = { bta = 1 } } end, 'config: unknown option "grpo.bta" (did you mean "beta"?)')
+  check.errors(function() rook.config{ grpo = { lr = 1e-4 } } end, 'option "grpo.lr": the learning rate is the optimizer\'s: adamw.lr')
+  check.errors(function() rook.config{ grpo = 3 } end, "grpo must be a table of rook.grpo.step's settings, got a number")
+  check.errors(function() rook.config{ reward = { malformed = 20 } } end, "config: reward: malformed must be in [-10, 10], got 20")
+  check.errors(function() rook.config{ reward = { policy = { best_rnk = 1 } } } end,
+    'unknown option "reward.policy.best_rnk" (did you mean "best_rank"?)')
+  check.errors(function() rook.config{ stockfish = { stockfish_depth = 4 } } end,
+    'option "stockfish.stockfish_depth" is now "stockfish.depth"')
+  check.errors(function() rook.config{ eval = { temperature = 0 } } end, "config: eval: rollout: temperature must be > 0")
+  check.errors(function() rook.config{ adamw = { betas = { 0.9 } } } end, "adamw: betas must be {beta1, beta2}, got 1 numbers")
 end
 
 return T

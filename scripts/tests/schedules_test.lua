@@ -4,27 +4,14 @@ local sched = require("schedules")
 local T = {}
 
 function T.test_kl_warmup_kinds()
-  local cfg = { beta = 0.1, kl_warmup = 10 }
-  check.near(sched.kl_warmup(5, cfg), 0.05, 1e-12, "linear halfway")
-  check.near(sched.kl_warmup(5, { kl_coef = 0.1, kl_warmup = 10 }), 0.05, 1e-12, "kl_coef, the older name")
-  check.near(sched.kl_warmup(20, cfg), 0.1, 1e-12, "linear after warm-up")
-  cfg.kl_schedule = "step"
-  check.eq(sched.kl_warmup(9, cfg), 0, "step before")
-  check.eq(sched.kl_warmup(10, cfg), 0.1, "step at")
-  cfg.kl_schedule = "constant"
-  check.eq(sched.kl_warmup(1, cfg), 0.1, "constant")
-  cfg.kl_schedule = "sigmoid"
-  check.errors(function() sched.kl_warmup(1, cfg) end, "unknown kl_schedule 'sigmoid'")
-end
-
-function T.test_lr_schedules()
-  local cfg = { lr = 1e-4, lr_warmup = 4, steps = 104, lr_schedule = "cosine", lr_min = 1e-5 }
-  check.near(sched.lr(2, cfg), 5e-5, 1e-15, "warm-up")
-  check.near(sched.lr(4, cfg), 1e-4, 1e-15, "peak")
-  check.near(sched.lr(54, cfg), 5.5e-5, 1e-12, "cosine midpoint")
-  check.near(sched.lr(104, cfg), 1e-5, 1e-15, "end")
-  cfg.lr_schedule = "constant"
-  check.eq(sched.lr(50, cfg), 1e-4, "constant")
+  check.near(sched.kl_warmup(5, 0.1, 10), 0.05, 1e-12, "linear halfway (the default kind)")
+  check.near(sched.kl_warmup(5, 0.1, 10, "linear"), 0.05, 1e-12, "linear halfway")
+  check.near(sched.kl_warmup(20, 0.1, 10, "linear"), 0.1, 1e-12, "linear after warm-up")
+  check.eq(sched.kl_warmup(9, 0.1, 10, "step"), 0, "step before")
+  check.eq(sched.kl_warmup(10, 0.1, 10, "step"), 0.1, "step at")
+  check.eq(sched.kl_warmup(1, 0.1, 10, "constant"), 0.1, "constant")
+  check.eq(sched.kl_warmup(1, 0.1, 0, "linear"), 0.1, "no warm-up")
+  check.errors(function() sched.kl_warmup(1, 0.1, 10, "sigmoid") end, "unknown kind 'sigmoid'")
 end
 
 function T.test_adaptive_kl_moves_toward_target()
