@@ -12,6 +12,7 @@
 //	format.go     building P: and A: prompts and targets, Python float formatting
 //	parse.go      parsers for completions, prompts and training strings
 //	env.go        EnvStep and Step: the A: task's transition and its rewards
+//	validate.go   ValidatePosition: the positions sources and EnvStep accept
 //	reward.go     Scorer: reward components, weights, floors, shaping, batch scoring
 //	metrics.go    evaluation metrics over scored answers
 //	source.go     Source, Cursor, Item; FEN/EPD and training-string file sources
@@ -58,9 +59,18 @@
 //     corrupted board, some even without a king (DESIGN's A: example is such a
 //     position). Following DESIGN, an illegal or malformed move here leaves the
 //     board unchanged with reward -1.0 and truncated=1, and terminated says
-//     whether the unchanged position is already over (normally 0). Positions
-//     without a king, or with the side not to move in check, are accepted as
-//     python-chess accepts them, so such prompts can still be judged.
+//     whether the unchanged position is already over (normally 0).
+//   - Positions that cannot arise in a legal game are refused
+//     (ValidatePosition): a side without its king or with two, the side not
+//     to move in check, pawns on the first or last rank, more than 16 pieces
+//     or 8 pawns a side, a castling right whose king or rook is away from its
+//     original square, an en-passant square no pawn can just have passed.
+//     python-chess's Board(fen) loads most of these (its is_valid does not)
+//     and engine/chess still plays them, but Stockfish cannot search them and
+//     training must not meet them: sources reject them, naming file and line,
+//     or skip them with SkipInvalid; EnvStep returns an error. The corrupt
+//     public A: rows above (DESIGN's A: example among them) are therefore
+//     refused, not judged.
 //   - Public P: rows were analysed with a 0.1 s time limit; rows and rewards
 //     here use a fixed depth, which is what makes them reproducible.
 //   - The null move "0000" counts as malformed (python-chess would play it).
@@ -123,8 +133,9 @@
 // files (positions sampled per game with a seeded PCG), training-string files
 // (text lines or JSONL with a "text" field, parsed into prompt and target),
 // and the Generator (seeded random or opening-style play, optionally following
-// the engine). Bad records are errors naming file and line, or are counted and
-// skipped with SkipInvalid. BuildDataset turns a source into training text:
-// P: rows labelled by the pool, A: rows labelled by the rules (optionally with
-// a share of illegal moves), the same bytes for the same seed and depth.
+// the engine). Bad records, illegal positions included (for PGN, a FEN tag's),
+// are errors naming file and line, or are counted and skipped with
+// SkipInvalid. BuildDataset turns a source into training text: P: rows
+// labelled by the pool, A: rows labelled by the rules (optionally with a share
+// of illegal moves), the same bytes for the same seed and depth.
 package rookworld

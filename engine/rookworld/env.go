@@ -62,14 +62,15 @@ func Step(g *chess.Game, uci string) EnvResult {
 }
 
 // EnvStep judges a move from a bare FEN (no history, so fivefold repetition
-// cannot be seen). The error is only for an invalid FEN; illegal moves are
-// part of the result.
+// cannot be seen). The error is for an invalid FEN or a position that cannot
+// arise in a legal game (ValidatePosition), which has no right answer to
+// train on. An illegal move in a legal position is part of the result.
 func EnvStep(fen, uci string) (EnvResult, error) {
-	g, err := chess.NewGame(fen)
+	p, err := parseLegal(fen)
 	if err != nil {
 		return EnvResult{}, err
 	}
-	return Step(g, uci), nil
+	return Step(chess.NewGameFrom(p), uci), nil
 }
 
 func flag(b bool) string {

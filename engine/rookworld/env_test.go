@@ -51,13 +51,20 @@ func TestEnvStep(t *testing.T) {
 	}
 }
 
-// The A: example of DESIGN §3, reproduced byte for byte.
+// The A: example of DESIGN §3, reproduced byte for byte. Its board has no
+// black king (the public rollouts pushed illegal moves), so EnvStep refuses
+// it; the rules still play it, which is all the text format needs.
 func TestEnvTextDesignExample(t *testing.T) {
-	const want = "A: 5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58+b3d5+e1e3 a2b3 f7f2 b5b4 g5g7 b4c3 f2f8 c3c2 d4d5 b3d5+5R2/6R1/8/3b4/p7/4R2P/2p3P1/6K1 w - - 0 59+0.001+0+0"
-	r, err := EnvStep("5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58", "b3d5")
+	const fen = "5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58"
+	const want = "A: " + fen + "+b3d5+e1e3 a2b3 f7f2 b5b4 g5g7 b4c3 f2f8 c3c2 d4d5 b3d5+5R2/6R1/8/3b4/p7/4R2P/2p3P1/6K1 w - - 0 59+0.001+0+0"
+	if _, err := EnvStep(fen, "b3d5"); err == nil || !strings.Contains(err.Error(), "black has 0 kings") {
+		t.Errorf("EnvStep on the kingless example: %v, want it refused", err)
+	}
+	g, err := chess.NewGame(fen)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := Step(g, "b3d5")
 	previous := strings.Fields("c2c4 d7d6 e1e3 a2b3 f7f2 b5b4 g5g7 b4c3 f2f8 c3c2 d4d5")
 	if got := EnvText(r, previous); got != want {
 		t.Errorf("EnvText =\n%q\nwant\n%q", got, want)

@@ -29,6 +29,10 @@ func FuzzEnvStep(f *testing.F) {
 		if !r.Legal && r.NewFEN != r.PrevFEN {
 			t.Fatal("an illegal move changed the board")
 		}
+		// A legal move from a legal position leads to a legal position.
+		if err := ValidatePosition(r.NewFEN); err != nil {
+			t.Fatalf("%s after %s: %v", fen, move, err)
+		}
 	})
 }
 

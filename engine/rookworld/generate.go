@@ -73,7 +73,7 @@ func NewGenerator(opt GeneratorOptions) (*Generator, error) {
 	case opt.GuideTop < 1 || opt.GuideDepth < 1:
 		return nil, fmt.Errorf("generator: guide_top=%d guide_depth=%d, want >= 1", opt.GuideTop, opt.GuideDepth)
 	}
-	start, err := chess.ParseFEN(opt.StartFEN)
+	start, err := parseLegal(opt.StartFEN)
 	if err != nil {
 		return nil, fmt.Errorf("generator: start_fen: %w", err)
 	}

@@ -88,6 +88,16 @@ func (s *PGNSource) Next(ctx context.Context) (Item, error) {
 			}
 			return Item{}, err
 		}
+		// Legal moves keep a position legal, so the start decides for the game.
+		if fen, ok := g.Tags["FEN"]; ok {
+			if err := ValidatePosition(fen); err != nil {
+				if s.opt.SkipInvalid {
+					s.skipped++
+					continue
+				}
+				return Item{}, fmt.Errorf("%s:%d: FEN tag: %w", s.path, g.Line, err)
+			}
+		}
 		s.games++
 		s.cur = cur
 		s.pending = s.sample(g)

@@ -256,7 +256,7 @@ func parseFENLine(text, origin string) (Item, bool, error) {
 	if len(f) >= 6 && isUint(f[4]) && isUint(f[5]) {
 		fen += " " + f[4] + " " + f[5]
 	}
-	p, err := chess.ParseFEN(fen)
+	p, err := parseLegal(fen)
 	if err != nil {
 		return Item{}, false, err
 	}
@@ -298,6 +298,9 @@ func OpenSampleFile(path string, jsonl bool, opt FileOptions) (*FileSource, erro
 		}
 		s, err := ParseSample(text)
 		if err != nil {
+			return Item{}, false, err
+		}
+		if err := ValidatePosition(s.FEN); err != nil {
 			return Item{}, false, err
 		}
 		it := Item{FEN: s.FEN, Sample: &s, Origin: origin}

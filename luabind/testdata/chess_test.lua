@@ -47,6 +47,35 @@ function T.test_rules_and_scoring_without_engine()
     "rook.chess.score: reward: malformed must be in [-10, 10], got NaN")
 end
 
+-- An illegal position is an error, not a −1 reward; an illegal move in a legal one is judged.
+function T.test_step_refuses_an_illegal_position()
+  local r, err = rook.chess.step("8/8/8/8/8/8/8/4K3 w - - 0 1", "e1e2")
+  check.eq(r, nil, "no answer for a kingless board")
+  check.truthy(string.find(err, "illegal position: black has 0 kings", 1, true), err)
+  r, err = rook.chess.step("4k3/8/8/8/8/8/8/4K3 w K - 0 1", "e1g1")
+  check.eq(r, nil, "no answer for a castling right without its rook")
+  check.truthy(string.find(err, "castling right K without the rook on h1", 1, true), err)
+  r = rook.chess.step("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e2e5")
+  check.eq(r.reward, -1, "an illegal move still gets the illegal reward")
+end
+
+-- A kingless FEN in a position file: an error naming file:line, or skipped with skip_invalid,
+-- so it never reaches the engine (it used to pass skip_invalid and crash training at step 3).
+function T.test_positions_refuse_illegal_positions()
+  local path = check.tmpdir() .. ".fen"
+  local f = assert(io.open(path, "w"))
+  f:write("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n",
+    "5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58\n",
+    "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\n")
+  f:close()
+  local strict = rook.positions{ path = path, loop = false }
+  check.errors(function() strict:next(3) end, path .. ":2: fen")
+  local lenient = rook.positions{ path = path, loop = false, skip_invalid = true }
+  local items = lenient:next(3)
+  check.eq(#items, 2, "the kingless line is skipped")
+  check.eq(items[2].origin, path .. ":3")
+end
+
 function T.test_reward_chess_on_a_rollout()
   local sf, err = rook.stockfish{ depth = 6, workers = 2 }
   check.truthy(sf, err)
