@@ -18,15 +18,31 @@ type Config struct {
 // RookWorld124M is the RookWorld-LM / GPT-2 small architecture.
 var RookWorld124M = Config{VocabSize: 50257, MaxSeqLen: 1024, NumLayers: 12, NumHeads: 12, Channels: 768, LayerNormE: 1e-5}
 
-// Validate reports a configuration the engine cannot run.
+// Upper bounds on a configuration's sizes. Each is far above GPT-2's (and above every
+// released dense transformer's), and together they keep the parameter count below 2^46, so
+// that sizing a buffer from a config never overflows. They are no memory limit: a config
+// within them still describes terabytes, and the loaders refuse it unless the file's tensors
+// have exactly its shapes, which they check before allocating.
+const (
+	MaxVocabSize = 1 << 22 // vocab_size: GPT-2 has 50257, the largest released tokenizers about 256k
+	MaxPositions = 1 << 20 // n_positions: GPT-2 has 1024; wpe is a learned row per position
+	MaxLayers    = 1024    // n_layer: GPT-2 XL has 48, GPT-3 96
+	MaxChannels  = 1 << 16 // n_embd: GPT-2 XL has 1600, GPT-3 12288; n_head ≤ n_embd as it divides it
+)
+
+// Validate reports a configuration the engine cannot run or that no real model has.
 func (c Config) Validate() error {
 	var errs []error
 	for _, f := range []struct {
-		name string
-		v    int
-	}{{"vocab_size", c.VocabSize}, {"n_positions", c.MaxSeqLen}, {"n_layer", c.NumLayers}, {"n_head", c.NumHeads}, {"n_embd", c.Channels}} {
-		if f.v <= 0 {
+		name   string
+		v, max int
+	}{{"vocab_size", c.VocabSize, MaxVocabSize}, {"n_positions", c.MaxSeqLen, MaxPositions},
+		{"n_layer", c.NumLayers, MaxLayers}, {"n_head", c.NumHeads, MaxChannels}, {"n_embd", c.Channels, MaxChannels}} {
+		switch {
+		case f.v <= 0:
 			errs = append(errs, fmt.Errorf("%s must be positive, got %d", f.name, f.v))
+		case f.v > f.max:
+			errs = append(errs, fmt.Errorf("%s must be at most %d, got %d", f.name, f.max, f.v))
 		}
 	}
 	if c.NumHeads > 0 && c.Channels%c.NumHeads != 0 {

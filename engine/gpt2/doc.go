@@ -89,4 +89,15 @@
 // the backward's scratch (14C per row), one chunk of head logits, the KV cache
 // (2·L·slots·positions·C), the sampler's distribution — exactly what New, EnsureGrads,
 // NewKVCache and the forwards allocate. Plan sizes micro-batches from a budget with it.
+//
+// # Files
+//
+// LoadHF reads config.json and model.safetensors, LoadLLMC an llm.c .bin; SaveHF and SaveLLMC
+// write them. Nothing a file says is trusted before it is checked: each size is bounded
+// (MaxVocabSize, MaxPositions, MaxLayers, MaxChannels), and every tensor's shape, or the .bin's
+// byte count, must be what the config implies before a buffer of the config's size is
+// allocated. Non-finite weights are refused by the loaders and the savers alike. SaveHF records
+// ParamsHash of the config and weights in model.safetensors' metadata (HFHashKey), and LoadHF
+// refuses a folder whose contents no longer hash to it; a folder without it (transformers',
+// or any other writer's) loads unchecked.
 package gpt2

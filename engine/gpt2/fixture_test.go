@@ -117,7 +117,8 @@ func loadFixture(t testing.TB) *fixture {
 }
 
 // TestFixtureConsistency checks the fixture against itself and the loaders: both checkpoint
-// formats hold the same weights, our savers reproduce the generator's files byte for byte, and
+// formats hold the same weights, our savers reproduce the generator's files byte for byte (the
+// safetensors once its content hash is taken out), and
 // the stored logprobs, entropies and loss follow from the stored logits.
 func TestFixtureConsistency(t *testing.T) {
 	f := loadFixture(t)
@@ -140,8 +141,25 @@ func TestFixtureConsistency(t *testing.T) {
 	if err := SaveLLMC(filepath.Join(tmp, "model.bin"), f.Config, f.Params); err != nil {
 		t.Fatal(err)
 	}
+	// Ours differs from the generator's only by the content hash in its metadata: without it,
+	// it must be the same file.
+	ours, err := safetensors.Read(filepath.Join(tmp, "hf", "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ours.Metadata[HFHashKey], ParamsHash(f.Config, f.Params); got != want {
+		t.Errorf("model.safetensors records the hash %q, want %q", got, want)
+	}
+	delete(ours.Metadata, HFHashKey)
+	var ts []safetensors.Tensor
+	for _, n := range ours.Names() {
+		ts = append(ts, ours.Tensors[n])
+	}
+	if err := safetensors.Write(filepath.Join(tmp, "unhashed.safetensors"), ts, ours.Metadata); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range [][2]string{
-		{"config.json", "hf/config.json"}, {"model.safetensors", "hf/model.safetensors"}, {"model.bin", "model.bin"},
+		{"config.json", "hf/config.json"}, {"model.safetensors", "unhashed.safetensors"}, {"model.bin", "model.bin"},
 	} {
 		a, err1 := os.ReadFile(filepath.Join(fixtureDir, c[0]))
 		b, err2 := os.ReadFile(filepath.Join(tmp, c[1]))

@@ -73,13 +73,34 @@ func LoadHF(dir string) (Config, []float32, error) {
 	if err != nil {
 		return Config{}, nil, err
 	}
+	// Folders without the hash (written by transformers or anything else) load unchecked.
+	if want, ok := st.Metadata[HFHashKey]; ok {
+		if got := ParamsHash(cfg, params); got != want {
+			return Config{}, nil, fmt.Errorf("%s: the weights and config.json hash to %s, but its %q, written with them by rookscript, records %s: the file is corrupt or was changed since it was saved",
+				stPath, got, HFHashKey, want)
+		}
+	}
 	return cfg, params, nil
 }
 
-// hfParams copies the tensors of st into a flat buffer in our layout.
+// HFHashKey is the safetensors metadata key under which SaveHF records ParamsHash of the
+// model it writes, which LoadHF checks: a flipped bit in the weights, or a config.json that
+// no longer matches them, is refused instead of loaded. It lives in the weights file itself,
+// so the hash and the weights are replaced together by one atomic rename, and the folder
+// stays exactly what transformers reads and writes (which ignores and drops the key).
+const HFHashKey = "rookscript.params_hash"
+
+// hfParams copies the tensors of st into a flat buffer in our layout. Every tensor is matched
+// to the layout, shape included, before the buffer is allocated: its size comes from
+// config.json, and a config that disagrees with the weights must be refused, not allocated.
+// Since the file is in memory, the buffer is then at most twice its size (F16 to F32).
 func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 	l := NewLayout(cfg)
-	params := make([]float32, l.Total)
+	type match struct {
+		key string // the name in the file
+		lt  Tensor
+	}
+	var matches []match
 	found := make(map[string]string, len(l.Tensors)) // layout name -> file name
 	var lmHead *safetensors.Tensor
 	for _, key := range st.Names() {
@@ -94,30 +115,21 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 		}
 		lt, ok := l.Lookup(name)
 		if !ok {
+			if m := hfLayer.FindStringSubmatch(name); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n >= cfg.NumLayers {
+					return nil, fmt.Errorf("%s: tensor %q is in layer %d but config.json has n_layer=%d", st.Path, key, n, cfg.NumLayers)
+				}
+			}
 			return nil, fmt.Errorf("%s: unknown tensor %q (not a GPT-2 parameter of this config)", st.Path, key)
 		}
 		if prev, dup := found[name]; dup {
 			return nil, fmt.Errorf("%s: tensor %q given twice (as %q and %q)", st.Path, name, prev, key)
 		}
 		found[name] = key
-		want := hfShape(lt)
-		if !slices.Equal(t.Shape, want) {
-			return nil, fmt.Errorf("%s: tensor %q has shape %v, want %v", st.Path, key, t.Shape, want)
+		if want := hfShape(lt); !slices.Equal(t.Shape, want) {
+			return nil, fmt.Errorf("%s: tensor %q has shape %v, want %v (config.json: %s)", st.Path, key, t.Shape, want, hfShapeFields(lt.Name, cfg))
 		}
-		dst := params[lt.Off : lt.Off+lt.Size]
-		vals := dst
-		if hfIsConv1D(name) {
-			vals = make([]float32, lt.Size)
-		}
-		if err := t.DecodeFloat32(vals); err != nil {
-			return nil, err
-		}
-		if err := checkFinite(key, vals); err != nil {
-			return nil, fmt.Errorf("%s: %w", st.Path, err)
-		}
-		if hfIsConv1D(name) {
-			hfTranspose(dst, vals, want[0], want[1])
-		}
+		matches = append(matches, match{key, lt})
 	}
 	var missing []string
 	for _, lt := range l.Tensors {
@@ -129,14 +141,33 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 		if len(missing) > 5 {
 			missing = append(missing[:5], fmt.Sprintf("and %d more", len(missing)-5))
 		}
-		return nil, fmt.Errorf("%s: missing tensor %s", st.Path, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%s: missing tensor %s (config.json has n_layer=%d)", st.Path, strings.Join(missing, ", "), cfg.NumLayers)
+	}
+	wte, _ := l.Lookup("wte.weight")
+	if lmHead != nil && !slices.Equal(lmHead.Shape, wte.Shape) {
+		return nil, fmt.Errorf("%s: tensor \"lm_head.weight\" has shape %v, want %v", st.Path, lmHead.Shape, wte.Shape)
+	}
+
+	params := make([]float32, l.Total)
+	for _, m := range matches {
+		lt := m.lt
+		dst := params[lt.Off : lt.Off+lt.Size]
+		vals := dst
+		if hfIsConv1D(lt.Name) {
+			vals = make([]float32, lt.Size)
+		}
+		if err := st.Tensors[m.key].DecodeFloat32(vals); err != nil {
+			return nil, err
+		}
+		if err := checkFinite(m.key, vals); err != nil {
+			return nil, fmt.Errorf("%s: %w", st.Path, err)
+		}
+		if hfIsConv1D(lt.Name) {
+			hfTranspose(dst, vals, hfShape(lt)[0], hfShape(lt)[1])
+		}
 	}
 	if lmHead != nil {
 		// The engine ties the LM head to wte; a different head would be silently replaced.
-		wte, _ := l.Lookup("wte.weight")
-		if !slices.Equal(lmHead.Shape, wte.Shape) {
-			return nil, fmt.Errorf("%s: tensor \"lm_head.weight\" has shape %v, want %v", st.Path, lmHead.Shape, wte.Shape)
-		}
 		head, err := lmHead.Float32s()
 		if err != nil {
 			return nil, err
@@ -148,6 +179,20 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 		}
 	}
 	return params, nil
+}
+
+// hfLayer matches a block tensor's name and captures its layer.
+var hfLayer = regexp.MustCompile(`^h\.([0-9]+)\.`)
+
+// hfShapeFields names the config.json fields a layout tensor's shape comes from, with values.
+func hfShapeFields(name string, cfg Config) string {
+	switch name {
+	case "wte.weight":
+		return fmt.Sprintf("vocab_size=%d, n_embd=%d", cfg.VocabSize, cfg.Channels)
+	case "wpe.weight":
+		return fmt.Sprintf("n_positions=%d, n_embd=%d", cfg.MaxSeqLen, cfg.Channels)
+	}
+	return fmt.Sprintf("n_embd=%d", cfg.Channels)
 }
 
 // hfTranspose writes the (cols, rows) transpose of the row-major (rows, cols) src into dst.
@@ -236,6 +281,10 @@ func (f hfConfigFile) validate() (Config, error) {
 	if f.LayerNormEpsilon != nil {
 		cfg.LayerNormE = float32(*f.LayerNormEpsilon)
 	}
+	// Sizes first: the checks below compute with them.
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
 	// gelu_pytorch_tanh is the same tanh approximation as gelu_new under another name.
 	if act := f.ActivationFunction; act != nil && *act != "gelu_new" && *act != "gelu_pytorch_tanh" {
 		return Config{}, fmt.Errorf("activation_function is %q; only gelu_new (tanh-approximated GELU) is supported", *act)
@@ -260,9 +309,6 @@ func (f hfConfigFile) validate() (Config, error) {
 		if r.v != nil && *r.v != r.want {
 			return Config{}, fmt.Errorf("%s is %v: %s", r.name, *r.v, r.why)
 		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -359,23 +405,23 @@ func hfTensors(cfg Config, params []float32) []safetensors.Tensor {
 }
 
 // SaveHF writes cfg and params as a Hugging Face GPT2LMHeadModel directory (config.json +
-// model.safetensors, F32) that transformers' from_pretrained loads. A new directory is built
-// under a temporary name and renamed into place; into an existing directory (which may hold
-// tokenizer files worth keeping) each file is replaced atomically, weights first.
+// model.safetensors, F32, its metadata holding the content hash under HFHashKey) that
+// transformers' from_pretrained loads. Non-finite weights are refused, as they are at load. A
+// new directory is built under a temporary name and renamed into place; into an existing
+// directory (which may hold tokenizer files worth keeping) each file is replaced atomically,
+// weights first.
 func SaveHF(dir string, cfg Config, params []float32) error {
-	if err := cfg.Validate(); err != nil {
+	if err := checkSave(cfg, params); err != nil {
 		return fmt.Errorf("saving %s: %w", dir, err)
-	}
-	if n := NewLayout(cfg).Total; len(params) != n {
-		return fmt.Errorf("saving %s: %d params, config needs %d", dir, len(params), n)
 	}
 	conf, err := hfConfigBytes(cfg)
 	if err != nil {
 		return err
 	}
 	tensors := hfTensors(cfg, params)
+	meta := map[string]string{HFHashKey: ParamsHash(cfg, params)}
 	writeBoth := func(d string) error {
-		if err := safetensors.Write(filepath.Join(d, "model.safetensors"), tensors, nil); err != nil {
+		if err := safetensors.Write(filepath.Join(d, "model.safetensors"), tensors, meta); err != nil {
 			return err
 		}
 		return atomicfile.Write(filepath.Join(d, "config.json"), func(w io.Writer) error {
@@ -394,10 +440,11 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 		return err
 	}
 	clean := filepath.Clean(dir)
-	tmp, err := os.MkdirTemp(filepath.Dir(clean), "."+filepath.Base(clean)+".tmp-*")
+	tmp, release, err := atomicfile.TempDir(clean) // also removes what a killed save left
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := writeBoth(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return err

@@ -254,7 +254,7 @@ func TestLoadHFErrors(t *testing.T) {
 		}), []string{"model.safetensors", `unknown tensor "transformer.h.0.attn.rotary"`}},
 		{"layer out of range", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32("transformer.h.2.ln_1.bias", []int{4}, make([]float32, 4)))
-		}), []string{`unknown tensor "transformer.h.2.ln_1.bias"`}},
+		}), []string{`"transformer.h.2.ln_1.bias" is in layer 2 but config.json has n_layer=2`}},
 		{"wrong shape", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == "transformer.h.0.attn.c_attn.weight" {

@@ -135,14 +135,12 @@ func SaveLLMC(path string, cfg Config, params []float32) error {
 }
 
 // SaveLLMCPadded is SaveLLMC with the vocabulary padded to a multiple of multiple (1: none).
+// Non-finite weights are refused, as they are at load.
 func SaveLLMCPadded(path string, cfg Config, params []float32, multiple int) error {
-	if err := cfg.Validate(); err != nil {
+	if err := checkSave(cfg, params); err != nil {
 		return fmt.Errorf("saving %s: %w", path, err)
 	}
 	l := NewLayout(cfg)
-	if len(params) != l.Total {
-		return fmt.Errorf("saving %s: %d params, config needs %d", path, len(params), l.Total)
-	}
 	if multiple < 1 {
 		return fmt.Errorf("saving %s: padding multiple %d must be positive", path, multiple)
 	}

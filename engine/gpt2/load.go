@@ -112,6 +112,24 @@ func checkFinite(name string, v []float32) error {
 	return nil
 }
 
+// checkSave refuses to write what a loader would refuse: a config the engine cannot run,
+// params of the wrong count, non-finite weights (named as the load check names them).
+func checkSave(cfg Config, params []float32) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l := NewLayout(cfg)
+	if len(params) != l.Total {
+		return fmt.Errorf("%d params, config needs %d", len(params), l.Total)
+	}
+	for _, t := range l.Tensors {
+		if err := checkFinite(t.Name, params[t.Off:t.Off+t.Size]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // loadRandom parses "<name>[@seed=<n>]" and initialises that architecture.
 func loadRandom(spec string) (Config, []float32, Source, error) {
 	name, opt, hasOpt := strings.Cut(spec, "@")

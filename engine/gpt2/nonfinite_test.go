@@ -3,6 +3,7 @@ package gpt2
 import (
 	"encoding/binary"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,17 +40,24 @@ func TestLoadRefusesNonFiniteWeights(t *testing.T) {
 			return hfTestDir(t, hfTestConfig(t, cfg), ts)
 		}
 	}
-	// llmc writes an llm.c checkpoint with layout tensor name's element i set to v.
+	// llmc writes an llm.c checkpoint with layout tensor name's element i set to v, in the
+	// file (SaveLLMC refuses to write it).
 	llmc := func(name string, i int, v float32) func(t *testing.T) string {
 		return func(t *testing.T) string {
 			lt, ok := l.Lookup(name)
 			if !ok {
 				t.Fatalf("no tensor %q", name)
 			}
-			p := slices.Clone(params)
-			p[lt.Off+i] = v
 			path := filepath.Join(t.TempDir(), "model.bin")
-			if err := SaveLLMC(path, cfg, p); err != nil {
+			if err := SaveLLMCPadded(path, cfg, params, 1); err != nil { // unpadded: file order is Layout order
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binary.LittleEndian.PutUint32(b[llmcHeaderBytes+4*(lt.Off+i):], math.Float32bits(v))
+			if err := os.WriteFile(path, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return path

@@ -13,20 +13,23 @@ import (
 // (renamed). No field has a zero-means-default rule: start from DefaultConfig and set what
 // differs; Validate refuses anything out of range.
 type Config struct {
-	Path      string  `json:"path" renamed:"stockfish"`                  // engine binary; "" finds stockfish on PATH, then DefaultPath
-	Workers   int     `json:"workers" renamed:"stockfish_workers"`       // engine processes
-	Depth     int     `json:"depth" renamed:"stockfish_depth"`           // fixed search depth (what makes results deterministic)
-	MultiPV   int     `json:"multipv" renamed:"stockfish_multipv"`       // lines per position
-	Threads   int     `json:"threads" renamed:"stockfish_threads"`       // threads per engine; more than 1 breaks determinism
-	HashMB    int     `json:"hash_mb" renamed:"stockfish_hash_mb"`       // hash table per engine, MiB
-	Timeout   float64 `json:"timeout" renamed:"stockfish_timeout"`       // seconds per search attempt (start-up gets at least 10)
-	Retries   int     `json:"retries" renamed:"stockfish_retries"`       // extra attempts after a crash or hang
-	CacheFile string  `json:"cache_file" renamed:"stockfish_cache_file"` // optional JSONL cache that survives runs
-	CacheSize int     `json:"cache_size" renamed:"stockfish_cache_size"` // in-memory entries kept; 0 = unlimited
+	Path            string  `json:"path" renamed:"stockfish"`                  // engine binary; "" finds stockfish on PATH, then DefaultPath
+	Workers         int     `json:"workers" renamed:"stockfish_workers"`       // engine processes
+	Depth           int     `json:"depth" renamed:"stockfish_depth"`           // fixed search depth (what makes results deterministic)
+	MultiPV         int     `json:"multipv" renamed:"stockfish_multipv"`       // lines per position
+	Threads         int     `json:"threads" renamed:"stockfish_threads"`       // threads per engine; more than 1 breaks determinism
+	HashMB          int     `json:"hash_mb" renamed:"stockfish_hash_mb"`       // hash table per engine, MiB
+	Timeout         float64 `json:"timeout" renamed:"stockfish_timeout"`       // seconds per search attempt (start-up gets at least 10)
+	Retries         int     `json:"retries" renamed:"stockfish_retries"`       // extra attempts after a crash or hang
+	PositionTimeout float64 `json:"position_timeout"`                          // seconds for all attempts at a position together; 0 = (retries+1) × timeout
+	CacheFile       string  `json:"cache_file" renamed:"stockfish_cache_file"` // optional JSONL cache that survives runs
+	CacheSize       int     `json:"cache_size" renamed:"stockfish_cache_size"` // in-memory entries kept; 0 = unlimited
 }
 
 // DefaultConfig is one single-threaded engine searching to depth 10 with
-// MultiPV 5, 16 MiB hash, 30 s per search and 2 retries.
+// MultiPV 5, 16 MiB hash, 30 s per search and 2 retries, and no bound on a
+// position beyond that: a hung engine costs it 3 × 30 s of searching (plus
+// restarts, Config.MaxLoss) before the position fails.
 func DefaultConfig() Config {
 	return Config{Workers: 1, Depth: 10, MultiPV: 5, Threads: 1, HashMB: 16, Timeout: 30, Retries: 2}
 }
@@ -53,7 +56,19 @@ func (c Config) Validate() error {
 	if !(c.Timeout > 0) || math.IsInf(c.Timeout, 0) {
 		errs = append(errs, fmt.Errorf("stockfish: timeout must be a positive number of seconds, got %v", c.Timeout))
 	}
+	switch pt := c.PositionTimeout; {
+	case !(pt >= 0) || math.IsInf(pt, 0):
+		errs = append(errs, fmt.Errorf("stockfish: position_timeout must be a number of seconds ≥ 0 (0: no bound but each attempt's), got %v", pt))
+	case pt > 0 && pt < c.Timeout:
+		// It would cut every search short of its timeout: the smaller one is the setting.
+		errs = append(errs, fmt.Errorf("stockfish: position_timeout %v is shorter than timeout %v, so no search could use its timeout; lower timeout to at most %v", pt, c.Timeout, pt))
+	}
 	return errors.Join(errs...)
+}
+
+// positionTimeout is PositionTimeout as a Duration, 0 for none.
+func (c Config) positionTimeout() time.Duration {
+	return time.Duration(c.PositionTimeout * float64(time.Second))
 }
 
 // timeout is Timeout as a Duration.
@@ -68,8 +83,13 @@ func (c Config) startTimeout() time.Duration {
 // MaxLoss bounds the time a failing engine can cost one position. Each of the Retries+1
 // attempts is bounded: start-up (startTimeout), the search (Timeout, every write included),
 // two kills (killWait each) and reading a dead engine's last words (stderrWait, at most
-// twice per failure, start-up and search).
+// twice per failure, start-up and search). A PositionTimeout bounds them together: the
+// attempt it interrupts still has its kills and last words to finish.
 func (c Config) MaxLoss() time.Duration {
-	attempt := c.startTimeout() + c.timeout() + 2*killWait + 4*stderrWait
-	return time.Duration(c.Retries+1) * attempt
+	cleanup := 2*killWait + 4*stderrWait
+	loss := time.Duration(c.Retries+1) * (c.startTimeout() + c.timeout() + cleanup)
+	if pt := c.positionTimeout(); pt > 0 {
+		loss = min(loss, pt+cleanup)
+	}
+	return loss
 }

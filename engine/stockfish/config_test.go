@@ -28,6 +28,14 @@ func TestConfigValidate(t *testing.T) {
 		{"timeout 0", func(c *Config) { c.Timeout = 0 }, "stockfish: timeout must be a positive number of seconds, got 0"},
 		{"timeout NaN", func(c *Config) { c.Timeout = math.NaN() }, "stockfish: timeout must be a positive number of seconds, got NaN"},
 		{"timeout +Inf", func(c *Config) { c.Timeout = math.Inf(1) }, "stockfish: timeout"},
+		{"no position bound", func(c *Config) { c.PositionTimeout = 0 }, ""},
+		{"a position bound of two searches", func(c *Config) { c.PositionTimeout = 60 }, ""},
+		{"a position bound of one search", func(c *Config) { c.PositionTimeout = c.Timeout }, ""},
+		{"a position bound below the timeout", func(c *Config) { c.PositionTimeout = 10 },
+			"stockfish: position_timeout 10 is shorter than timeout 30, so no search could use its timeout; lower timeout to at most 10"},
+		{"negative position bound", func(c *Config) { c.PositionTimeout = -1 }, "stockfish: position_timeout must be a number of seconds ≥ 0 (0: no bound but each attempt's), got -1"},
+		{"position bound NaN", func(c *Config) { c.PositionTimeout = math.NaN() }, "stockfish: position_timeout must be a number of seconds ≥ 0 (0: no bound but each attempt's), got NaN"},
+		{"position bound +Inf", func(c *Config) { c.PositionTimeout = math.Inf(1) }, "stockfish: position_timeout must be"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

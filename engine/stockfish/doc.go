@@ -41,7 +41,8 @@
 // deadline. The engine's exit status and the end of its stderr go into the
 // error. A failed attempt is retried on a fresh engine up to Retries times,
 // then the request fails with an error naming the FEN and the time lost. Every
-// step of an attempt is bounded, so the time a failing engine can cost one
+// step of an attempt is bounded, and PositionTimeout, when set, bounds all the
+// attempts at a position together, so the time a failing engine can cost one
 // position is at most Config.MaxLoss; the time it did cost is counted in
 // PoolStats.LostSeconds.
 package stockfish

@@ -198,3 +198,73 @@ func TestEngineHangingAtStart(t *testing.T) {
 	}
 	waitGone(t, childPID(t, pidfile), 10*time.Second)
 }
+
+// position_timeout bounds the time a hung engine costs one position, all attempts together:
+// it cuts the retries short, and the search it falls in. Without it, (retries+1) searches of
+// timeout each are tried, as before it existed.
+func TestPositionTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		timeout, positionTimeout float64
+		retries                  int
+		want                     string
+		unwanted                 string
+	}{
+		// Unbounded, 101 attempts would take over 30 s.
+		{"retries cut short", 0.3, 1, 100, ", its position_timeout of 1s spent", "gave up after 101 attempts"},
+		{"the second search cut short", 1, 1.5, 3, "gave up after 2 attempts, its position_timeout of 1.5s spent", ""},
+		{"no position bound", 0.3, 0, 1, "gave up after 2 attempts, ", "position_timeout"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, _ := fakeEngine(t, "", `sleep 120 & wait`)
+			cfg := faultConfig(path, c.retries)
+			cfg.Timeout, cfg.PositionTimeout = c.timeout, c.positionTimeout
+			p, err := NewPool(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			start := time.Now()
+			var aerr error
+			within(t, 60*time.Second, "Analyse", func() { _, aerr = p.Analyse(context.Background(), chess.StartFEN) })
+			took := time.Since(start)
+			if aerr == nil || !strings.Contains(aerr.Error(), c.want) || (c.unwanted != "" && strings.Contains(aerr.Error(), c.unwanted)) {
+				t.Fatalf("err = %v, want %q", aerr, c.want)
+			}
+			// At least the whole allowance is used; at most the bound, far below the unbounded
+			// retries (the fake engine dies at once when killed, so MaxLoss's kill waits are slack).
+			least := time.Duration(float64(c.retries+1) * c.timeout * float64(time.Second))
+			if c.positionTimeout > 0 {
+				least = time.Duration(c.positionTimeout * float64(time.Second))
+			}
+			if took < least || took > cfg.MaxLoss() || (c.positionTimeout > 0 && took > least+5*time.Second) {
+				t.Errorf("gave up after %s, want at least %s and at most %s", took, least, min(cfg.MaxLoss(), least+5*time.Second))
+			}
+			if s := p.Stats(); s.LostSeconds > cfg.MaxLoss().Seconds() {
+				t.Errorf("lost_seconds = %v, above the bound %s", s.LostSeconds, cfg.MaxLoss())
+			}
+		})
+	}
+}
+
+// MaxLoss is the per-attempt bound times the attempts, or the position's bound and one
+// attempt's cleanup, whichever is less.
+func TestMaxLoss(t *testing.T) {
+	cleanup := 2*killWait + 4*stderrWait
+	for _, c := range []struct {
+		timeout, positionTimeout float64
+		retries                  int
+		want                     time.Duration
+	}{
+		{30, 0, 2, 3 * (30*time.Second + 30*time.Second + cleanup)},
+		{0.3, 0, 0, 10*time.Second + 300*time.Millisecond + cleanup}, // start-up gets at least 10 s
+		{30, 45, 2, 45*time.Second + cleanup},
+		{30, 1000, 2, 3 * (60*time.Second + cleanup)},
+	} {
+		cfg := DefaultConfig()
+		cfg.Timeout, cfg.PositionTimeout, cfg.Retries = c.timeout, c.positionTimeout, c.retries
+		if got := cfg.MaxLoss(); got != c.want {
+			t.Errorf("timeout %v, position_timeout %v, retries %d: MaxLoss %s, want %s", c.timeout, c.positionTimeout, c.retries, got, c.want)
+		}
+	}
+}

@@ -442,21 +442,29 @@ func (p *Pool) serve(w *worker) {
 	}
 }
 
-// run performs one job with restarts and bounded retries. Every attempt is bounded
-// (Config.MaxLoss), so a failing engine costs a position a bounded time; what it did cost is
-// added to PoolStats.LostSeconds and named in the error when the pool gives up.
+// run performs one job with restarts and bounded retries. Every attempt is bounded, and all
+// of them together by PositionTimeout when it is set (Config.MaxLoss), so a failing engine
+// costs a position a bounded time; what it did cost is added to PoolStats.LostSeconds and
+// named in the error when the pool gives up.
 func (p *Pool) run(w *worker, j *job) ([]Line, error) {
 	var lastErr error
 	var lost time.Duration
 	attempts := p.cfg.Retries + 1
-	for a := 0; a < attempts; a++ {
-		if err := j.ctx.Err(); err != nil {
-			return nil, err
-		}
+	// pos is the caller's context with the position's deadline, if it has one; what ends
+	// the attempts is told apart below: the caller's leaving is returned as such.
+	pos, deadline := j.ctx, time.Time{}
+	if pt := p.cfg.positionTimeout(); pt > 0 {
+		deadline = time.Now().Add(pt)
+		var cancel context.CancelFunc
+		pos, cancel = context.WithDeadline(j.ctx, deadline)
+		defer cancel()
+	}
+	a := 0
+	for ; a < attempts && pos.Err() == nil; a++ {
 		start := time.Now()
-		eng, err := w.engine(p)
+		eng, err := w.engine(p, deadline)
 		if err == nil {
-			ctx, cancel := context.WithTimeout(j.ctx, p.cfg.timeout())
+			ctx, cancel := context.WithTimeout(pos, p.cfg.timeout())
 			stop := context.AfterFunc(p.ctx, cancel)
 			var lines []Line
 			lines, err = eng.analyse(ctx, j.pos, j.depth, j.multipv)
@@ -483,11 +491,20 @@ func (p *Pool) run(w *worker, j *job) ([]Line, error) {
 		p.lost.Add(int64(d))
 		lastErr = err
 	}
-	return nil, fmt.Errorf("stockfish: %s depth %d: gave up after %d attempts, %.1fs lost to failing engines (bound %s): %w",
-		j.pos.FEN(), j.depth, attempts, lost.Seconds(), p.cfg.MaxLoss(), lastErr)
+	if err := j.ctx.Err(); err != nil {
+		return nil, err
+	}
+	spent := ""
+	if pos.Err() != nil {
+		spent = fmt.Sprintf(", its position_timeout of %gs spent", p.cfg.PositionTimeout)
+	}
+	return nil, fmt.Errorf("stockfish: %s depth %d: gave up after %d attempts%s, %.1fs lost to failing engines (bound %s): %w",
+		j.pos.FEN(), j.depth, a, spent, lost.Seconds(), p.cfg.MaxLoss(), lastErr)
 }
 
-func (w *worker) engine(p *Pool) (*engineProc, error) {
+// engine returns the worker's engine, starting one if it has none; the start is bounded by
+// deadline too, when it is not zero.
+func (w *worker) engine(p *Pool, deadline time.Time) (*engineProc, error) {
 	w.mu.Lock()
 	e := w.eng
 	w.mu.Unlock()
@@ -496,6 +513,11 @@ func (w *worker) engine(p *Pool) (*engineProc, error) {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.startTimeout())
 	defer cancel()
+	if !deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadline(ctx, deadline)
+		defer stop()
+	}
 	e, err := startEngine(ctx, p.cfg)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,182 @@
+package gpt2
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/safetensors"
+)
+
+// The savers refuse non-finite weights, as the loaders do, naming the file and the tensor, and
+// write nothing: a model folder or .bin that exists is one that loads.
+func TestSaveRefusesNonFiniteWeights(t *testing.T) {
+	cfg, params := ioTestConfig, ioTestParams(ioTestConfig)
+	l := NewLayout(cfg)
+	set := func(name string, i int, v float32) []float32 {
+		lt, ok := l.Lookup(name)
+		if !ok {
+			t.Fatalf("no tensor %q", name)
+		}
+		p := slices.Clone(params)
+		p[lt.Off+i] = v
+		return p
+	}
+	for _, c := range []struct {
+		name   string
+		params []float32
+		want   string
+	}{
+		{"NaN in a matrix", set("h.1.mlp.c_fc.weight", 5, float32(math.NaN())), `tensor "h.1.mlp.c_fc.weight" holds NaN at element 5`},
+		{"+Inf in wte", set("wte.weight", 0, float32(math.Inf(1))), `tensor "wte.weight" holds +Inf at element 0`},
+		{"-Inf in the last bias", set("ln_f.bias", 3, float32(math.Inf(-1))), `tensor "ln_f.bias" holds -Inf at element 3`},
+	} {
+		for _, s := range []struct {
+			format string
+			save   func(path string, cfg Config, params []float32) error
+		}{{"hf", SaveHF}, {"llm.c", SaveLLMC}} {
+			t.Run(s.format+" "+c.name, func(t *testing.T) {
+				root := t.TempDir()
+				path := filepath.Join(root, "model")
+				err := s.save(path, cfg, c.params)
+				if err == nil {
+					t.Fatal("non-finite weights saved")
+				}
+				for _, w := range []string{"saving " + path, c.want, "non-finite weights are refused"} {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				if entries, _ := os.ReadDir(root); len(entries) != 0 {
+					t.Errorf("a refused save wrote %v", entries)
+				}
+			})
+		}
+	}
+}
+
+// A model folder SaveHF writes records the content hash of its weights and config in
+// model.safetensors' metadata, and LoadHF checks it: a flipped bit or an edited config.json is
+// refused naming the file. A folder without the hash (transformers', or one whose weights were
+// rewritten by another tool) loads as before.
+func TestHFContentHash(t *testing.T) {
+	cfg, params := ioTestConfig, ioTestParams(ioTestConfig)
+	saved := filepath.Join(t.TempDir(), "model")
+	if err := SaveHF(saved, cfg, params); err != nil {
+		t.Fatal(err)
+	}
+	st, err := safetensors.Read(filepath.Join(saved, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Metadata[HFHashKey]; got != ParamsHash(cfg, params) {
+		t.Fatalf("metadata %q = %q, want ParamsHash %s", HFHashKey, got, ParamsHash(cfg, params))
+	}
+
+	// copyOf copies the saved folder and applies edit to the named file's bytes.
+	copyOf := func(t *testing.T, file string, edit func([]byte) []byte) string {
+		dir := filepath.Join(t.TempDir(), "model")
+		os.Mkdir(dir, 0o755)
+		for _, f := range []string{"config.json", "model.safetensors"} {
+			b, err := os.ReadFile(filepath.Join(saved, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f == file {
+				b = edit(b)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	unchanged := func(b []byte) []byte { return b }
+	// withoutHash rewrites the weights as another writer would: same tensors, no hash.
+	withoutHash := func(b []byte) []byte {
+		st, err := safetensors.Parse("model.safetensors", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []safetensors.Tensor
+		for _, n := range st.Names() {
+			ts = append(ts, st.Tensors[n])
+		}
+		p := filepath.Join(t.TempDir(), "foreign.safetensors")
+		if err := safetensors.Write(p, ts, nil); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := os.ReadFile(p)
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		file string
+		edit func([]byte) []byte
+		want []string // "" = loads
+	}{
+		{"as saved", "model.safetensors", unchanged, nil},
+		// The last float's low mantissa bit: a finite weight that differs in one bit.
+		{"a flipped bit in the weights", "model.safetensors", func(b []byte) []byte { b[len(b)-4] ^= 1; return b },
+			[]string{"model.safetensors", "corrupt or was changed", "records " + ParamsHash(cfg, params)}},
+		{"the recorded hash damaged", "model.safetensors", func(b []byte) []byte {
+			i := strings.Index(string(b), ParamsHash(cfg, params))
+			b[i] ^= 1
+			return b
+		}, []string{"model.safetensors", "rookscript.params_hash", "corrupt or was changed"}},
+		{"an edited config.json", "config.json", func(b []byte) []byte {
+			return []byte(strings.Replace(string(b), `"layer_norm_epsilon": 1e-05`, `"layer_norm_epsilon": 1e-06`, 1))
+		}, []string{"model.safetensors", "weights and config.json hash to"}},
+		{"weights rewritten without the hash", "model.safetensors", withoutHash, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyOf(t, c.file, c.edit)
+			gotCfg, got, _, err := Load(dir)
+			if c.want == nil {
+				if err != nil || gotCfg != cfg || !bitsEqual(got, params) {
+					t.Fatalf("did not load the saved model: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, w := range append(c.want, dir) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// A save killed mid-way leaves its temporary folder beside the target; the next save of that
+// target removes it (atomicfile.TempDir), and leaves other folders alone.
+func TestSaveHFRemovesWhatAKilledSaveLeft(t *testing.T) {
+	cfg, params := ioTestConfig, ioTestParams(ioTestConfig)
+	root := t.TempDir()
+	stale := filepath.Join(root, ".tmp-model-123456")
+	other := filepath.Join(root, ".tmp-model2-123456")
+	for _, d := range []string{stale, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, ".tmp-model.safetensors-99"), nil, 0o644)
+	}
+	if err := SaveHF(filepath.Join(root, "model"), cfg, params); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the killed save's folder is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another target's folder was removed: %v", err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "model"))
+	if len(entries) != 2 {
+		t.Errorf("the model folder holds %v", entries)
+	}
+}
