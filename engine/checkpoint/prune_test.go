@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -185,6 +186,15 @@ func TestPreflight(t *testing.T) {
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	model := filepath.Join(root, "model") // a folder that is not a run: never written into
+	if err := os.Mkdir(model, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if err := os.WriteFile(filepath.Join(model, f), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +212,7 @@ func TestPreflight(t *testing.T) {
 		{missing, true, []string{"is not a run directory"}},
 		{empty, true, []string{"is not a run directory"}},
 		{file, false, []string{"is not a directory"}},
+		{model, false, []string{model + " is not a run directory and is not empty (it holds config.json, model.safetensors)"}},
 	} {
 		err := Preflight(tc.dir, tc.resume)
 		if tc.want == nil {
@@ -217,6 +228,13 @@ func TestPreflight(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(empty, LockFile)); !os.IsNotExist(err) {
 		t.Errorf("Preflight created a lock file in %s", empty)
+	}
+	// Create refuses the folder that is not a run too, and writes nothing into it.
+	if _, err := Create(model, Options{KeepLast: DefaultKeepLast}); err == nil || !strings.Contains(err.Error(), "is not a run directory and is not empty") {
+		t.Errorf("Create in a model folder: %v", err)
+	}
+	if entries, _ := os.ReadDir(model); len(entries) != 2 {
+		t.Errorf("Create wrote into the model folder: %d entries", len(entries))
 	}
 	// A preflight takes no lock that outlives it: the run it checked opens for writing.
 	r, err := Open(withCk)

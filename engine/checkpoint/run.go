@@ -72,6 +72,9 @@ func Create(dir string, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseForeign(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "checkpoints"), 0o755); err != nil {
 		return nil, err
 	}
@@ -110,7 +113,11 @@ func Preflight(dir string, resume bool) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	// As Create decides: another writer first (it takes the lock), then the checkpoints.
+	// As Create decides: a folder that is not a run, another writer (it takes the lock), then
+	// the checkpoints.
+	if err := refuseForeign(dir); err != nil {
+		return err
+	}
 	if err := probeLock(dir); err != nil {
 		return err
 	}
@@ -118,6 +125,39 @@ func Preflight(dir string, resume bool) error {
 		return (&Run{Dir: dir}).refuseCheckpoints()
 	}
 	return nil
+}
+
+// runMarkers are the entries that make a directory a run's (Create makes the first two).
+var runMarkers = []string{"checkpoints", LockFile, "metrics.jsonl"}
+
+// refuseForeign refuses a directory that exists, is not empty and is not a run: a new run
+// writes config.json, recipe.lua and metrics.jsonl into its directory, and a model folder or
+// the working directory must never have those overwritten.
+func refuseForeign(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || len(entries) == 0 {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var found []string
+	for _, e := range entries {
+		for _, m := range runMarkers {
+			if e.Name() == m {
+				return nil
+			}
+		}
+		if len(found) < 5 {
+			found = append(found, e.Name())
+		}
+	}
+	more := ""
+	if len(entries) > len(found) {
+		more = fmt.Sprintf(" and %d more", len(entries)-len(found))
+	}
+	return fmt.Errorf("%s is not a run directory and is not empty (it holds %s%s): a run writes config.json, recipe.lua and metrics.jsonl there; choose a new or empty directory",
+		dir, strings.Join(found, ", "), more)
 }
 
 // refuseCheckpoints is the error of a new run in a directory whose checkpoints/ holds any.
