@@ -409,7 +409,7 @@ func hfTensors(cfg Config, params []float32) []safetensors.Tensor {
 // transformers' from_pretrained loads. Non-finite weights are refused, as they are at load. A
 // new directory is built under a temporary name and renamed into place; into an existing
 // directory (which may hold tokenizer files worth keeping) each file is replaced atomically,
-// weights first.
+// weights first; an existing folder that is not empty and holds no model is refused.
 func SaveHF(dir string, cfg Config, params []float32) error {
 	if err := checkSave(cfg, params); err != nil {
 		return fmt.Errorf("saving %s: %w", dir, err)
@@ -435,6 +435,9 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("saving %s: exists and is not a directory", dir)
 	case err == nil:
+		if err := refuseNonModel(dir); err != nil {
+			return err
+		}
 		return writeBoth(dir)
 	case !errors.Is(err, os.ErrNotExist):
 		return err
@@ -458,4 +461,34 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 		return err
 	}
 	return atomicfile.SyncDir(filepath.Dir(clean))
+}
+
+// hfFiles are the files a Hugging Face model folder holds beside its weights.
+var hfFiles = []string{"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+	"vocab.json", "merges.txt", "special_tokens_map.json", "added_tokens.json", "README.md", ".gitattributes"}
+
+// refuseNonModel refuses to save into an existing folder that is not a model's: one holding
+// model.safetensors, or only the files a model folder has beside it (tokenizer files to keep).
+// A run directory's config.json, or a folder of the user's, must never be overwritten.
+func refuseNonModel(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var other []string
+	for _, e := range entries {
+		switch {
+		case e.Name() == "model.safetensors":
+			return nil
+		case !slices.Contains(hfFiles, e.Name()):
+			other = append(other, e.Name())
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	if len(other) > 5 {
+		other = append(other[:5], fmt.Sprintf("%d more", len(other)-5))
+	}
+	return fmt.Errorf("saving %s: the folder holds %s and no model.safetensors: it is not a model's folder, and saving would overwrite its config.json; save into a new folder or a model's", dir, strings.Join(other, ", "))
 }

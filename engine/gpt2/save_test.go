@@ -180,3 +180,54 @@ func TestSaveHFRemovesWhatAKilledSaveLeft(t *testing.T) {
 		t.Errorf("the model folder holds %v", entries)
 	}
 }
+
+// SaveHF writes into a new folder, an empty one or a model's, and refuses any other folder
+// that holds something: a run directory's config.json is not a model's to overwrite.
+func TestSaveHFRefusesAFolderThatIsNotAModel(t *testing.T) {
+	cfg, params := ioTestConfig, ioTestParams(ioTestConfig)
+	root := t.TempDir()
+	write := func(dir string, files ...string) string {
+		dir = filepath.Join(root, dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("mine"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	for _, c := range []struct {
+		name, dir string
+		refused   bool
+	}{
+		{"new folder", filepath.Join(root, "new"), false},
+		{"empty folder", write("empty"), false},
+		{"a model's folder", write("hf", "model.safetensors", "config.json", "tokenizer.json"), false},
+		{"a run directory", write("run", "config.json", "recipe.lua", "metrics.jsonl"), true},
+		{"notes", write("notes", "todo.txt"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := SaveHF(c.dir, cfg, params)
+			if !c.refused {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, _, err := Load(c.dir); err != nil {
+					t.Fatalf("saved model does not load: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "no model.safetensors") {
+				t.Fatalf("error %v, want a refusal", err)
+			}
+			entries, _ := os.ReadDir(c.dir)
+			for _, e := range entries {
+				if b, _ := os.ReadFile(filepath.Join(c.dir, e.Name())); string(b) != "mine" {
+					t.Errorf("%s was overwritten", e.Name())
+				}
+			}
+		})
+	}
+}
