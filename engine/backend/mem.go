@@ -1,5 +1,11 @@
 package backend
 
+import (
+	"fmt"
+
+	"github.com/dustin/go-humanize"
+)
+
 // Mem is one allocation on a device. Host is set for host-memory backends; Dev is the
 // device address for accelerator backends.
 type Mem struct {
@@ -54,3 +60,19 @@ func (b I32) Slice(off, n int) I32 {
 
 // Ints returns the host slice behind b (host backends only).
 func (b I32) Ints() []int32 { return b.M.HostI[b.Off : b.Off+b.N] }
+
+// OutOfMemoryError is the panic of an allocation that cannot succeed: larger on its own than
+// the memory the process may use (the machine's RAM, or its cgroup's limit). The Go runtime
+// would end the process with "fatal error: out of memory" and a dump of every goroutine; this
+// says instead what was asked for. Memory plans (grpo.Plan, sft.Plan) refuse what does not
+// fit before any work: this catches the calls no plan sized.
+type OutOfMemoryError struct {
+	Device string
+	Bytes  uint64 // asked for
+	Limit  int64
+}
+
+func (e *OutOfMemoryError) Error() string {
+	return fmt.Sprintf("%s: allocating %s, more than the %s this process may use: ask for fewer sequences or tokens at once",
+		e.Device, humanize.Bytes(e.Bytes), humanize.Bytes(uint64(e.Limit)))
+}

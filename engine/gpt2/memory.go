@@ -29,6 +29,7 @@ type Footprint struct {
 	Head        int64 // one chunk of LM-head logits and the scored rows' head inputs and per-row values
 	KVCache     int64 // keys and values of every layer
 	Sampling    int64 // the sampler's logits and probabilities
+	Data        int64 // the step's batch as the recipe and the engine hold it on the host (an estimate; set by a plan, not by Footprint)
 }
 
 // Footprint is the analytic memory of a model of configuration c used as u.
@@ -62,12 +63,12 @@ func (c Config) Footprint(u Use) Footprint {
 // Plus adds two footprints (a policy and its reference model, say).
 func (f Footprint) Plus(g Footprint) Footprint {
 	return Footprint{f.Weights + g.Weights, f.Grads + g.Grads, f.Moments + g.Moments, f.Activations + g.Activations,
-		f.Backward + g.Backward, f.Head + g.Head, f.KVCache + g.KVCache, f.Sampling + g.Sampling}
+		f.Backward + g.Backward, f.Head + g.Head, f.KVCache + g.KVCache, f.Sampling + g.Sampling, f.Data + g.Data}
 }
 
 // Total is the sum of every part.
 func (f Footprint) Total() int64 {
-	return f.Weights + f.Grads + f.Moments + f.Activations + f.Backward + f.Head + f.KVCache + f.Sampling
+	return f.Weights + f.Grads + f.Moments + f.Activations + f.Backward + f.Head + f.KVCache + f.Sampling + f.Data
 }
 
 // String lists the non-zero parts, e.g. "weights 29 MB, grads 29 MB, ...".
@@ -77,7 +78,7 @@ func (f Footprint) String() string {
 		name string
 		v    int64
 	}{{"weights", f.Weights}, {"grads", f.Grads}, {"Adam moments", f.Moments}, {"activations", f.Activations},
-		{"backward scratch", f.Backward}, {"LM head chunk", f.Head}, {"KV cache", f.KVCache}, {"sampler", f.Sampling}} {
+		{"backward scratch", f.Backward}, {"LM head chunk", f.Head}, {"KV cache", f.KVCache}, {"sampler", f.Sampling}, {"batch data", f.Data}} {
 		if p.v > 0 {
 			parts = append(parts, fmt.Sprintf("%s %s", p.name, humanize.Bytes(uint64(p.v))))
 		}

@@ -30,3 +30,19 @@ func TestPlan(t *testing.T) {
 		t.Errorf("nothing fits: %d documents (fits %v), want 1 (false)", docs, fits)
 	}
 }
+
+// The step's documents are held on the host whatever the micro-batch: a batch too large for
+// the budget does not fit at any micro-batch, and an absurd one neither wraps nor fits.
+func TestPlanCountsTheBatch(t *testing.T) {
+	p := Plan{Model: gpt2.RookWorld124M, Budget: 16 << 30, Batch: 16, SeqLen: 256}
+	small := p.Footprint(1)
+	if want := int64(16 * (HostDocBytes + 4*256)); small.Data != want {
+		t.Errorf("batch data %d, want %d", small.Data, want)
+	}
+	for _, batch := range []int{10_000_000, 1_000_000_000, 1 << 62} {
+		p.Batch = batch
+		if _, f, fits := p.MicroBatch(); fits || f.Data <= 0 || f.Total() < 0 {
+			t.Errorf("batch %d fits a 16 GiB budget (data %d, total %d)", batch, f.Data, f.Total())
+		}
+	}
+}

@@ -1,5 +1,6 @@
-// Package procmem reads the memory figures Linux publishes under /proc, in bytes: the
-// machine's RAM (MemTotal of /proc/meminfo) and a process's peak resident set (VmHWM of
+// Package procmem reads the memory figures Linux publishes under /proc and /sys, in bytes: the
+// machine's RAM (MemTotal of /proc/meminfo), the memory this process may use (the RAM, or its
+// control group's limit where lower), and a process's peak resident set (VmHWM of
 // /proc/<pid>/status), which ResetPeak sets back to the current resident set (5 into
 // /proc/self/clear_refs). It is the one reader of those files, shared by the Lua module
 // rook.memory (luabind) and the benchmark's memory section (cmd/rookbench).

@@ -5,12 +5,14 @@ import (
 	"sync"
 
 	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/internal/procmem"
 )
 
 // CPU is the host backend.
 type CPU struct {
-	mu   sync.Mutex
-	pool *pool
+	mu    sync.Mutex
+	pool  *pool
+	limit int64 // bytes the process may use (procmem.Available); 0: unknown
 
 	// Per-kernel job structs (see pool.go), reused call after call.
 	ew    ewJob
@@ -45,8 +47,9 @@ func New(threads int) *CPU {
 	blasCore.Do(fixBLASCore)
 	// Parallelism is ours: OpenBLAS runs single-threaded inside pool workers (see gemmJob).
 	SetBLASThreads(1)
-	hasAVX2() // detect the processor's vector support once, before workers run kernels
-	return &CPU{pool: newPool(threads)}
+	hasAVX2()                       // detect the processor's vector support once, before workers run kernels
+	limit, _ := procmem.Available() // unknown (0) where /proc cannot be read: no check
+	return &CPU{pool: newPool(threads), limit: limit}
 }
 
 // Name describes the backend.
@@ -55,11 +58,20 @@ func (c *CPU) Name() string { return "cpu" }
 // Threads is the number of goroutines kernels run on.
 func (c *CPU) Threads() int { return c.pool.workers }
 
+// checkAlloc refuses an allocation larger on its own than the process may ever hold.
+func (c *CPU) checkAlloc(n int) {
+	if c.limit > 0 && (n < 0 || int64(n) > c.limit/4) {
+		panic(&backend.OutOfMemoryError{Device: "cpu", Bytes: uint64(n) * 4, Limit: c.limit})
+	}
+}
+
 func (c *CPU) Alloc(n int) backend.Buf {
+	c.checkAlloc(n)
 	return backend.Buf{M: &backend.Mem{Host: make([]float32, n), Len: n}, N: n}
 }
 
 func (c *CPU) AllocI32(n int) backend.I32 {
+	c.checkAlloc(n)
 	return backend.I32{M: &backend.Mem{HostI: make([]int32, n), Len: n}, N: n}
 }
 
