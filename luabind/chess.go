@@ -7,14 +7,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/atomicfile"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/rookworld"
+	"github.com/rookscript/rookscript/engine/sft"
 	"github.com/rookscript/rookscript/engine/stockfish"
+	"github.com/rookscript/rookscript/internal/procmem"
 )
 
 const (
@@ -64,6 +68,14 @@ func checkStockfish(L *lua.LState, n int) *stockfishPool {
 // are stockfish.Config's, as a table or a recipe's stockfish section.
 func (e *Env) luaStockfish(L *lua.LState) int {
 	cfg := settingsArg[stockfish.Config](L, 1, "stockfish", "rook.stockfish")
+	if a := e.access; a != nil && cfg.Path != "" && !slices.Contains(a.named, cfg.Path) {
+		// The pool runs the binary and writes to its stdin: only the user may choose it.
+		L.RaiseError("rook.stockfish: the engine binary %s was not named on the command line (stockfish.path=%s); a confined recipe runs the stockfish on PATH; %s",
+			cfg.Path, cfg.Path, ErrConfined.Error())
+	}
+	if cfg.CacheFile != "" {
+		e.mustPath(L, "write", cfg.CacheFile)
+	}
 	p, err := stockfish.NewPool(L.Context(), cfg)
 	if err != nil {
 		return pushErr(L, err)
@@ -153,6 +165,9 @@ func (e *Env) luaPositions(L *lua.LState) int {
 		L.RaiseError("rook.positions: task %q is not policy, env or mix", p.mix.Task)
 	}
 	p.mix.Seed = p.spec.Seed ^ p.spec.Generator.Seed
+	if p.spec.Path != "" {
+		e.mustPath(L, "read", p.spec.Path)
+	}
 	src, err := rookworld.Open(p.spec)
 	if err != nil {
 		return pushErr(L, err)
@@ -171,16 +186,20 @@ var positionsMethods = map[string]lua.LGFunction{
 
 // data:next(n [, {task=}]) → list of n prompts as tables {prompt=, task="P"|"A", fen=,
 // move= (A:), target= (training-string sources), origin=}. The list is shorter at the end of
-// a source that does not loop.
+// a source that does not loop. n items must fit the process's memory (about 3 kB each).
 func positionsNext(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	n := L.OptInt(2, 1)
+	if avail, err := procmem.Available(); err == nil && float64(n)*sft.HostDocBytes > float64(avail) {
+		L.ArgError(2, fmt.Sprintf("%d items of about %s each are more than the %s this process may use", n,
+			humanize.Bytes(sft.HostDocBytes), humanize.Bytes(uint64(avail))))
+	}
 	o := struct {
 		Task string `json:"task"`
 	}{Task: p.mix.Task}
 	options(L, 3, "positions:next", &o)
 	task := o.Task
-	out := L.CreateTable(n, 0)
+	out := L.CreateTable(min(n, 1<<12), 0)
 	for range n {
 		index := p.src.Cursor().Count
 		it, err := p.src.Next(L.Context())
@@ -434,7 +453,8 @@ func answerMetrics(r rookworld.Result) map[string]any {
 }
 
 // rook.chess.step(fen, uci) → the rules' answer to an A: prompt: {fen=, reward=, terminated=,
-// truncated=, legal=, completion=}; nil, err for a bad FEN.
+// truncated=, legal=, completion=}; nil, err for a bad FEN or an illegal position (an illegal
+// move is part of the answer).
 func luaChessStep(L *lua.LState) int {
 	r, err := rookworld.EnvStep(L.CheckString(1), L.CheckString(2))
 	if err != nil {
@@ -472,6 +492,7 @@ func (e *Env) luaDataset(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	g := checkStockfish(L, 2)
 	path := L.CheckString(3)
+	e.mustPath(L, "write", path)
 	opt := rookworld.DatasetOptions{EnvFraction: 0.5}
 	options(L, 4, "rook.chess.dataset", &opt)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

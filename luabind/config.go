@@ -102,6 +102,9 @@ func (e *Env) luaConfig(L *lua.LState) int {
 		if resume != "" {
 			dir = resume
 		}
+		if err := e.allowRunDir(dir); err != nil {
+			raiseConfig(L, "run_dir=%s: %v", dir, err)
+		}
 		if err := checkpoint.Preflight(dir, resume != ""); err != nil {
 			raiseConfig(L, "run_dir=%s: %v", dir, err)
 		}

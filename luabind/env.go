@@ -28,6 +28,9 @@ type Options struct {
 	Quiet  bool      // rook.log and progress lines are suppressed
 	// Modules are extra Lua modules by name (source text), found by require before any file.
 	Modules map[string]string
+	// Trust runs the recipe with the user's rights: processes, native code, any file. By
+	// default a recipe runs confined (sandbox.go); --trust and the REPL set this.
+	Trust bool
 }
 
 // Env is one Lua state with module rook loaded and the Go resources its scripts create.
@@ -44,6 +47,7 @@ type Env struct {
 	config   map[string]any // the resolved rook.config, for run directories
 	progress *progress      // the current run's progress line, which logs and prints keep intact
 
+	access  *access     // what a confined recipe may touch; nil when trusted
 	resume  *resumeInfo // set by rook.config when the command line resumes a run
 	pending []*model    // models whose "model:" line waits for the resume (rook.load)
 	runs    []*run      // every run this environment opened, in order
@@ -83,6 +87,10 @@ func New(opts Options) (*Env, error) {
 	}
 	e.installSearchers()
 	e.L.SetGlobal("print", e.L.NewFunction(e.print))
+	if !opts.Trust {
+		e.access = newAccess(opts.Recipe, args)
+		e.confine()
+	}
 	return e, nil
 }
 
@@ -140,10 +148,12 @@ func (e *Env) RunFile(ctx context.Context, path string) error {
 // DoString runs a chunk of Lua source named name.
 func (e *Env) DoString(ctx context.Context, src, name string) error { return e.run(ctx, src, name) }
 
-// RecipeError is a failure inside Lua code, with the Lua traceback.
+// RecipeError is a failure inside Lua code, with the Lua traceback. Config marks an error in
+// the recipe's configuration (a rook.config_error): it names its key, and needs no traceback.
 type RecipeError struct {
 	Message   string
 	Traceback string
+	Config    bool
 }
 
 func (e *RecipeError) Error() string {
@@ -181,9 +191,14 @@ func (e *Env) pcall(nargs, nret int) error {
 			if err, ok := ud.Value.(error); ok {
 				msg = err.Error()
 				if _, isConfig := err.(*ConfigError); isConfig {
-					return &RecipeError{Message: msg} // it names its key: no traceback
+					return &RecipeError{Message: msg, Config: true} // it names its key: no traceback
 				}
 			}
+		}
+		// assert(rook.load(path)) turns an expected failure (nil, err) into an error: its
+		// message says what and where, and the traceback would only show assert.
+		if strings.HasPrefix(strings.TrimPrefix(apiErr.StackTrace, "stack traceback:\n\t"), "[G]: in function 'assert'") {
+			return &RecipeError{Message: msg}
 		}
 		return &RecipeError{Message: msg, Traceback: apiErr.StackTrace}
 	}

@@ -91,15 +91,29 @@ func Example_configWrongType() {
 
 // Expected failures return nil, err; misuse raises an error at the caller's line.
 func Example_errors() {
-	run(nil, `
+	run([]string{"model=checkpoints/missing"}, `
 		local rook = require("rook")
-		local m, err = rook.load("checkpoints/missing")
+		local cfg = rook.config{ model = "default" }
+		local m, err = rook.load(cfg.model)
 		print(m, err)
 		rook.adamw("not a model")
 	`)
 	// Output:
 	// nil	model not found: checkpoints/missing
-	// example.lua:5: bad argument #1 to adamw (rook.model expected, got string)
+	// example.lua:6: bad argument #1 to adamw (rook.model expected, got string)
+}
+
+// A recipe runs confined: it reads and writes only where the run needs to, and the paths the
+// command line names (model= above); anything else is refused, saying how to allow it.
+func Example_confinement() {
+	run(nil, `
+		local rook = require("rook")
+		print(pcall(rook.load, "/etc/models/gpt2"))
+		print(pcall(os.execute, "rm -rf /"))
+	`)
+	// Output:
+	// false	example.lua:3: a confined recipe cannot read /etc/models/gpt2 (it may read the recipe's folder, the run directory, the cache and paths named on the command line): name it on the command line (out=PATH, data=PATH, …), or run with --trust to lift the confinement for a recipe you wrote or checked
+	// false	example.lua:4: os.execute is not available to a confined recipe (it starts processes); run with --trust to lift the confinement for a recipe you wrote or checked
 }
 
 // The GPT-2 tokenizer: RookWorld strings are plain GPT-2 BPE; <|endoftext|> is rook.eot.

@@ -49,9 +49,13 @@ func (e *Env) luaExec(L *lua.LState) int {
 	if o != nil {
 		flatten("", o)
 	}
-	child, err := New(Options{Args: args, Recipe: path, Stdout: e.out, Quiet: e.opts.Quiet, Modules: e.opts.Modules})
+	e.mustPath(L, "read", path)
+	child, err := New(Options{Args: args, Recipe: path, Stdout: e.out, Quiet: e.opts.Quiet, Modules: e.opts.Modules, Trust: e.opts.Trust})
 	if err != nil {
 		L.RaiseError("rook.exec %s: %s", path, err.Error())
+	}
+	if e.access != nil {
+		child.access = e.access.clone() // the caller's arguments name paths, not the child's
 	}
 	defer child.Close()
 	child.intr = e.intr // an interrupt reaches the run the child opens
@@ -127,21 +131,28 @@ func overrideText(v lua.LValue) (string, error) {
 // rook.cache_dir() → where built artefacts (the default model) are kept:
 // $ROOKSCRIPT_CACHE, else the user cache directory's rookscript/.
 func luaCacheDir(L *lua.LState) int {
-	dir := os.Getenv("ROOKSCRIPT_CACHE")
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = ".cache"
-		}
-		dir = filepath.Join(base, "rookscript")
-	}
-	L.Push(lua.LString(dir))
+	L.Push(lua.LString(cacheDir()))
 	return 1
 }
 
-// rook.exists(path) → whether a file or directory exists.
-func luaExists(L *lua.LState) int {
-	L.Push(lua.LBool(fileExists(L.CheckString(1))))
+// cacheDir is where built artefacts are kept.
+func cacheDir() string {
+	if dir := os.Getenv("ROOKSCRIPT_CACHE"); dir != "" {
+		return dir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = ".cache"
+	}
+	return filepath.Join(base, "rookscript")
+}
+
+// rook.exists(path) → whether a file or directory exists (a confined recipe: where it may
+// read).
+func (e *Env) luaExists(L *lua.LState) int {
+	path := L.CheckString(1)
+	e.mustPath(L, "read", path)
+	L.Push(lua.LBool(fileExists(path)))
 	return 1
 }
 

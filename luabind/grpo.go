@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
@@ -84,8 +85,9 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 // as grpo.Plan counts it: prompts per step, the rollout's group and max_new_tokens (a table or
 // a rollout section), the step's minibatches and β (a reference scores every micro-batch when
 // β > 0), and an evaluation of eval_size prompts decoded at once with eval's max_new_tokens.
-// Returns {micro_batch=, seq_len=, bytes=, budget=, fits=, parts={...}, text=}: the completions
-// per micro-batch (grpo's micro_batch) and what the run holds with them.
+// Returns {micro_batch=, seq_len=, bytes=, budget=, parts={...}, text=}: the completions
+// per micro-batch (grpo's micro_batch) and what the run holds with them. A run over the
+// budget is a config error, raised before any work.
 func luaGRPOPlan(L *lua.LState) int {
 	m := checkModel(L, 1)
 	o := struct {
@@ -109,7 +111,15 @@ func luaGRPOPlan(L *lua.LState) int {
 		raiseConfig(L, "rook.grpo.plan: %v", err) // the config's shapes: no traceback
 	}
 	seqs, f, fits := p.MicroBatch()
-	return pushPlan(L, seqs, p.Sequences(), p.SeqLen(), f, budget, fits)
+	if mb := o.GRPO.MicroBatch; mb > 0 { // the recipe's own micro-batch must fit too
+		seqs, f = mb, p.Footprint(mb)
+		fits = f.Total() <= budget
+	}
+	if !fits {
+		raiseConfig(L, "rook.grpo.plan: the run needs %s with micro-batches of %d, over its %s budget (%s): lower prompts (%d), rollout.group (%d), rollout.max_new_tokens (%d), eval_size (%d) or grpo.micro_batch, or raise the budget (mem_budget)",
+			humanize.Bytes(uint64(f.Total())), seqs, humanize.Bytes(uint64(budget)), f, o.Prompts, o.Rollout.Group, o.Rollout.MaxNewTokens, o.EvalSize)
+	}
+	return pushPlan(L, seqs, p.Sequences(), p.SeqLen(), f, budget)
 }
 
 // rook.debug.inject_nan(policy) makes the policy's next GRPO step find a NaN in its

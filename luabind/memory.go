@@ -53,9 +53,10 @@ func luaMemLimit(L *lua.LState) int {
 	return 2
 }
 
-// rook.memory.ram() → the machine's RAM in bytes (MemTotal), or nil, err.
+// rook.memory.ram() → the RAM this process may use in bytes: the machine's (MemTotal), or its
+// cgroup's limit where lower (procmem.Available); nil, err where neither can be read.
 func luaMemRAM(L *lua.LState) int {
-	b, err := procmem.RAM()
+	b, err := procmem.Available()
 	if err != nil {
 		return pushErr(L, err)
 	}
@@ -104,7 +105,7 @@ func budgetBytes(v lua.LValue) (int64, error) {
 			return int64(b), nil
 		}
 	}
-	ram, err := procmem.RAM()
+	ram, err := procmem.Available()
 	if err != nil {
 		return 0, fmt.Errorf("memory budget: %w (give a size instead)", err)
 	}
@@ -112,17 +113,14 @@ func budgetBytes(v lua.LValue) (int64, error) {
 }
 
 // pushPlan returns a micro-batch plan to Lua: {micro_batch=, seq_len=, bytes=, budget=,
-// fits=, parts={...}, text=}, of micro-batches of seqs of a step's sequences.
-func pushPlan(L *lua.LState, seqs, sequences, seqLen int, f gpt2.Footprint, budget int64, fits bool) int {
+// parts={...}, text=}, of micro-batches of seqs of a step's sequences.
+func pushPlan(L *lua.LState, seqs, sequences, seqLen int, f gpt2.Footprint, budget int64) int {
 	text := fmt.Sprintf("micro-batches of %d of %d sequences (≤ %d tokens each): %s planned of a %s budget (%s)",
 		seqs, sequences, seqLen, humanize.Bytes(uint64(f.Total())), humanize.Bytes(uint64(budget)), f)
-	if !fits {
-		text += "; OVER BUDGET even with one sequence per micro-batch"
-	}
 	parts := map[string]any{"weights": f.Weights, "grads": f.Grads, "moments": f.Moments, "activations": f.Activations,
-		"backward": f.Backward, "head": f.Head, "kv_cache": f.KVCache, "sampling": f.Sampling}
+		"backward": f.Backward, "head": f.Head, "kv_cache": f.KVCache, "sampling": f.Sampling, "data": f.Data}
 	L.Push(fromGo(L, map[string]any{"micro_batch": seqs, "seq_len": seqLen, "bytes": f.Total(), "budget": budget,
-		"fits": fits, "parts": parts, "text": text}))
+		"parts": parts, "text": text}))
 	return 1
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -69,6 +70,8 @@ func (e *Env) luaLoad(L *lua.LState) int {
 			engine = t.RawGetString("engine")
 		}
 		src = e.defaultModel(L, engine)
+	} else if !strings.HasPrefix(src, "random:") {
+		e.mustPath(L, "read", src)
 	}
 	cfg, params, source, err := gpt2.Load(src)
 	if err != nil {
@@ -127,15 +130,17 @@ func (e *Env) announcePending() {
 	e.pending = nil
 }
 
-var modelMethods = map[string]lua.LGFunction{
-	"reference": modelReference,
-	"sync":      modelSync,
-	"save":      modelSave,
-	"generate":  modelGenerate,
-	"rollout":   modelRollout,
-	"logprobs":  modelLogprobs,
-	"info":      modelInfo,
-	"hash":      modelHash,
+func (e *Env) modelMethods() map[string]lua.LGFunction {
+	return map[string]lua.LGFunction{
+		"reference": modelReference,
+		"sync":      modelSync,
+		"save":      e.modelSave,
+		"generate":  modelGenerate,
+		"rollout":   modelRollout,
+		"logprobs":  modelLogprobs,
+		"info":      modelInfo,
+		"hash":      modelHash,
+	}
 }
 
 // Fields: model.random (bool: the source is a random initialisation), model.source (string),
@@ -211,10 +216,12 @@ func modelSync(L *lua.LState) int {
 }
 
 // model:save(dir) writes a Hugging Face GPT-2 directory, creating its parent directories;
-// nil, err on failure.
-func modelSave(L *lua.LState) int {
+// nil, err on failure, non-finite weights and a folder that holds something else than a
+// model included (gpt2.SaveHF refuses them). A confined recipe saves only where it may write.
+func (e *Env) modelSave(L *lua.LState) int {
 	m := checkModel(L, 1)
 	dir := L.CheckString(2)
+	e.mustPath(L, "write", dir)
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return pushErr(L, fmt.Errorf("saving %s: %w", dir, err))
 	}

@@ -25,7 +25,7 @@ func (e *Env) loader(L *lua.LState) int {
 		"run":       e.luaRun,
 		"exec":      e.luaExec,
 		"cache_dir": luaCacheDir,
-		"exists":    luaExists,
+		"exists":    e.luaExists,
 		"progress":  e.luaProgress,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
@@ -49,7 +49,7 @@ func (e *Env) loader(L *lua.LState) int {
 }
 
 func (e *Env) registerTypes(L *lua.LState) {
-	registerType(L, modelType, modelMethods, modelIndex)
+	registerType(L, modelType, e.modelMethods(), modelIndex)
 	registerType(L, batchType, batchMethods, batchIndex)
 	L.GetTypeMetatable(batchType).(*lua.LTable).RawSetString("__len", L.NewFunction(func(L *lua.LState) int {
 		L.Push(lua.LNumber(len(checkBatch(L, 1).b.Completions)))

@@ -52,6 +52,9 @@ func modulePath(dir, name string) string {
 // fileLoader finds a module in the recipe's scripts/ directory.
 func (e *Env) fileLoader(L *lua.LState) int {
 	name := L.CheckString(1)
+	if strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || strings.HasPrefix(name, ".") {
+		L.RaiseError("require %q: a module is named a.b.c (scripts/a/b/c.lua beside the recipe), not by a path", name)
+	}
 	path := modulePath(e.moduleDir(), name)
 	src, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

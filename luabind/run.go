@@ -85,6 +85,11 @@ func (e *Env) luaRun(L *lua.LState) int {
 		L.RaiseError("rook.run: options \"policy\" (a %s) and \"opt\" (a %s) are required", modelType, adamType)
 	}
 	dir, resume, steps := o.Dir, o.Resume, o.Steps
+	for _, d := range []string{dir, resume} {
+		if err := e.allowRunDir(d); err != nil {
+			raiseConfig(L, "rook.run: %s", err.Error())
+		}
+	}
 	r := &run{env: e, steps: steps, saveEvery: o.SaveEvery, policy: o.Policy, ref: o.Ref, opt: o.Opt, data: o.Data}
 	if r.ref != nil {
 		r.refUD = L.CheckTable(1).RawGetString("ref").(*lua.LUserData)
@@ -114,11 +119,11 @@ func (e *Env) luaRun(L *lua.LState) int {
 	}
 	if resume != "" {
 		if dir != "" && !sameDir(dir, resume) {
-			L.RaiseError("rook.run: dir %s and resume %s name different runs", dir, resume)
+			raiseConfig(L, "rook.run: dir %s and resume %s name different runs", dir, resume)
 		}
 		if e.resume != nil {
 			if err := e.resume.checkFixed(fixed); err != nil {
-				L.RaiseError("%s", err.Error())
+				raiseConfig(L, "%s", err.Error())
 			}
 		}
 		if err := r.resume(L, resume, cfg); err != nil {

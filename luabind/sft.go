@@ -3,6 +3,7 @@ package luabind
 import (
 	"fmt"
 
+	"github.com/dustin/go-humanize"
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/sft"
@@ -87,7 +88,7 @@ func luaSFTStep(L *lua.LState) int {
 // rook.sft.plan(model, {batch=, seq_len=, budget=}) → the micro-batch plan of SFT on model
 // within a memory budget (rook.memory.budget's spec): batch documents a step of up to seq_len
 // tokens (the model's context by default, and at most). Returns {micro_batch=, seq_len=,
-// bytes=, budget=, fits=, parts={...}, text=}: micro_tokens is micro_batch × seq_len.
+// bytes=, budget=, parts={...}, text=}: micro_tokens is micro_batch × seq_len.
 func luaSFTPlan(L *lua.LState) int {
 	m := checkModel(L, 1)
 	o := struct {
@@ -105,7 +106,11 @@ func luaSFTPlan(L *lua.LState) int {
 	}
 	p := sft.Plan{Model: m.m.Config, Budget: budget, Batch: o.Batch, SeqLen: min(o.SeqLen, m.m.Config.MaxSeqLen)}
 	docs, f, fits := p.MicroBatch()
-	return pushPlan(L, docs, p.Batch, p.SeqLen, f, budget, fits)
+	if !fits {
+		raiseConfig(L, "rook.sft.plan: SFT needs %s with one document per micro-batch, over its %s budget (%s): lower batch (%d) or seq_len (%d), or raise the budget (mem_budget)",
+			humanize.Bytes(uint64(f.Total())), humanize.Bytes(uint64(budget)), f, p.Batch, p.SeqLen)
+	}
+	return pushPlan(L, docs, p.Batch, p.SeqLen, f, budget)
 }
 
 // rook.sft.loss(model, docs [, {micro_tokens=0, loss_on="completion"|"all"}]) → mean

@@ -3,6 +3,7 @@
 -- "generate" to build one here with Stockfish and the rules.
 --
 --   rookscript recipes/sft.lua data=generate rows=20000 steps=2000 out=models/my-sft
+--   (without out=, the model is saved in the run directory: runs/sft/model)
 --   rookscript recipes/sft.lua resume=runs/sft          # continue, with the config it ran with
 local rook = require("rook")
 local sftloop = require("sftloop")
@@ -11,7 +12,7 @@ local cfg = rook.config{
   model = "random:small",       -- the starting point: a named random architecture or a checkpoint
   data = "generate", rows = 6000, env_fraction = 0.5, data_seed = 1,
   steps = 400, batch = 16, mem_budget = "", -- micro-batches from mem_budget ("" = half the RAM, "0.25", "8GB")
-  run_dir = "runs/sft", out = "models/sft", save_every = 100, device = "cpu",
+  run_dir = "runs/sft", out = "", save_every = 100, device = "cpu", -- out: "" saves in run_dir/model
   stockfish = { depth = 8, workers = 2 }, -- labels the P: rows of data=generate
   -- Warm-up, then cosine down to lr·lr_min_ratio at the last step.
   adamw = { lr = 2e-3, lr_warmup = 20, lr_schedule = "cosine", lr_min_ratio = 0.05 },
@@ -21,7 +22,9 @@ local cfg = rook.config{
 local policy = assert(rook.load(cfg.model, { device = cfg.device }))
 local data_path = cfg.data
 if data_path == "generate" then
-  data_path = cfg.run_dir .. "-data.txt"
+  -- Generated rows are a built artefact, kept in the cache under what they are made from.
+  data_path = string.format("%s/sft-data/rows-%d-env-%g-seed-%d-depth-%d.txt", rook.cache_dir(), cfg.rows,
+                            cfg.env_fraction, cfg.data_seed, cfg.stockfish.depth)
   if not rook.exists(data_path) then
     local sf = assert(rook.stockfish(cfg.stockfish))
     local gen = rook.positions{ generator = { seed = cfg.data_seed, max_ply = 80 } }
@@ -45,5 +48,6 @@ sftloop.train{
     if run:save_due(step) then run:save(step) end
   end,
 }
-assert(policy:save(cfg.out))
-rook.log("saved %s", cfg.out)
+local out = cfg.out ~= "" and cfg.out or cfg.run_dir .. "/model"
+assert(policy:save(out))
+rook.log("saved %s", out)

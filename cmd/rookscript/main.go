@@ -5,10 +5,15 @@
 //	rookscript                            interactive REPL
 //	rookscript version                    print the version
 //
+// A recipe runs confined (no processes, no native code, files only where the run needs them)
+// unless --trust is given; the REPL runs trusted.
+//
 // Exit codes: 0 success; 1 recipe error (message and Lua traceback on stderr), a failed
-// checkpoint save included; 2 usage; 3 a run's recovery policy stopped it (report.txt);
-// 130 / 143 interrupted by SIGINT / SIGTERM (the first signal lets the current step finish
-// and saves a checkpoint, then prints the command that resumes; a second one aborts at once).
+// checkpoint save included; 2 usage or config error (a bad flag or key=value, a config value
+// the recipe or an engine call refuses, a plan over the memory budget); 3 a run's recovery
+// policy stopped it (report.txt); 130 / 143 interrupted by SIGINT / SIGTERM (the first signal
+// lets the current step finish and saves a checkpoint, then prints the command that resumes;
+// a second one aborts at once).
 package main
 
 import (
@@ -31,7 +36,8 @@ var version = "0.1.0-dev"
 const usage = `rookscript — GRPO training of chess language models, driven by Lua recipes
 
 Usage:
-  rookscript [--quiet] FILE.lua [key=value ...]   run a recipe; key=value overrides its config
+  rookscript [--quiet] [--trust] FILE.lua [key=value ...]
+                                                  run a recipe; key=value overrides its config
   rookscript                                      interactive REPL
   rookscript plot RUN_DIR... [-o OUT.png] [-f]    PNG of runs' metrics over steps, overlaid
   rookscript version                              print the version
@@ -42,17 +48,23 @@ then FILE.toml beside the recipe (or config=PATH), then key=value arguments. Unk
 values of the wrong type are errors. resume=RUN_DIR continues a run from its last checkpoint,
 with the config it recorded (overrides are applied, logged and recorded).
 
+Trust: a recipe runs confined: it cannot start processes or load native code, and it reads
+and writes files only in its run directory, the cache, its own folder (read only) and the
+paths named on the command line (data=, model=, out=, run_dir=, resume=, config=, …).
+--trust runs it with your rights: for a recipe you wrote or checked. The REPL is trusted.
+
 Signals: Ctrl-C (or SIGTERM) finishes the current step, saves a checkpoint and prints the
 command that resumes; a second Ctrl-C aborts at once.
 
-Exit codes: 0 ok, 1 recipe error (a failed checkpoint save included), 2 usage error,
-3 stopped by the run's recovery policy, 130 / 143 interrupted by SIGINT / SIGTERM.
+Exit codes: 0 ok, 1 recipe error (a failed checkpoint save included), 2 usage or config
+error (a bad flag, key or value; a plan over the memory budget), 3 stopped by the run's
+recovery policy, 130 / 143 interrupted by SIGINT / SIGTERM.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	quiet := false
+	quiet, trust := false, false
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		switch args[0] {
 		case "--help", "-h", "-help":
@@ -63,6 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case "--quiet", "-q":
 			quiet = true
+			args = args[1:]
+		case "--trust":
+			trust = true
 			args = args[1:]
 		default:
 			fmt.Fprintf(stderr, "rookscript: unknown flag %s\n\n%s", args[0], usage)
@@ -87,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rookscript: %q is not a recipe (want FILE.lua)\n\n%s", recipe, usage)
 		return 2
 	}
-	env, err := luabind.New(luabind.Options{Args: args[1:], Recipe: recipe, Stdout: stdout, Quiet: quiet})
+	env, err := luabind.New(luabind.Options{Args: args[1:], Recipe: recipe, Stdout: stdout, Quiet: quiet, Trust: trust})
 	if err != nil {
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2
@@ -143,10 +158,11 @@ func exitCode(err error, stderr io.Writer) int {
 	var usageErr luabind.UsageError
 	var interrupted *luabind.InterruptedError
 	var stopped *luabind.StoppedError
+	var recipeErr *luabind.RecipeError
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &usageErr):
+	case errors.As(err, &usageErr), errors.As(err, &recipeErr) && recipeErr.Config:
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2
 	case errors.As(err, &interrupted):
@@ -179,7 +195,7 @@ func shellJoin(words ...string) string {
 }
 
 func runREPL(stdout, stderr io.Writer, quiet bool) int {
-	env, err := luabind.New(luabind.Options{Stdout: stdout, Quiet: quiet})
+	env, err := luabind.New(luabind.Options{Stdout: stdout, Quiet: quiet, Trust: true}) // the user is typing
 	if err != nil {
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2

@@ -19,8 +19,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("ROOKSCRIPT_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Recipes build their data in the cache: a test's goes away with the test, never into
+	// the user's (child processes inherit it).
+	cache, err := os.MkdirTemp("", "rookscript-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("ROOKSCRIPT_CACHE", cache)
 	code := m.Run()
 	removeBinary()
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 

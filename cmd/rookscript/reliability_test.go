@@ -259,7 +259,7 @@ func TestFaultFailedSave(t *testing.T) {
 	tmp := t.TempDir()
 	runDir := filepath.Join(tmp, "run")
 	env := []string{"DRILL_RECIPE=" + grpoRecipe, "DRILL_BREAK_SAVE_AT=2", "DRILL_RUN_DIR=" + runDir}
-	code, out, errOut := rookscript(t, tmp, env, append([]string{drillRecipe, "run_dir=" + runDir, "steps=3", "save_every=2"}, faultRun...)...)
+	code, out, errOut := rookscript(t, tmp, env, append([]string{"--trust", drillRecipe, "run_dir=" + runDir, "steps=3", "save_every=2"}, faultRun...)...)
 	wantExit(t, "grpo_stable.lua with checkpoints/ replaced by a file", code, 1, out, errOut)
 	wantContains(t, "stderr", errOut, "run:save(2): saving checkpoint step-00000002 in "+runDir, filepath.Join(runDir, "checkpoints"), "not a directory")
 
@@ -280,7 +280,7 @@ func TestFaultSecondWriter(t *testing.T) {
 	holder.waitFor(t, "ready")
 	for _, args := range [][]string{{busy, "run_dir=" + runDir}, {busy, "resume=" + runDir}} {
 		code, out, errOut := rookscript(t, tmp, nil, args...)
-		wantExit(t, "second writer "+args[1], code, 1, out, errOut)
+		wantExit(t, "second writer "+args[1], code, 2, out, errOut) // refused by rook.config: a config error
 		wantContains(t, "stderr", errOut, fmt.Sprintf("run directory %s is in use by process %d", runDir, holder.cmd.Process.Pid))
 	}
 	holder.signal(t, syscall.SIGKILL)
@@ -367,7 +367,7 @@ func TestFaultResumeConfig(t *testing.T) {
 		{[]string{"kl_coeff=1"}, `unknown key "kl_coeff" (did you mean "kl_coef"?)`},
 	} {
 		code, out, errOut := rookscript(t, tmp, nil, append([]string{grpoRecipe, "resume=" + runDir}, c.args...)...)
-		wantExit(t, strings.Join(c.args, " "), code, 1, out, errOut)
+		wantExit(t, strings.Join(c.args, " "), code, 2, out, errOut) // config errors exit 2
 		wantContains(t, "stderr", errOut, c.want)
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "other")); err == nil {
@@ -445,7 +445,7 @@ func TestFaultRecoveryRollbackAndStop(t *testing.T) {
 	tmp := t.TempDir()
 	runDir := filepath.Join(tmp, "rollback")
 	env := []string{"DRILL_RECIPE=" + grpoRecipe, "DRILL_NAN_AT=3,4"}
-	code, out, errOut := rookscript(t, tmp, env, append([]string{drillRecipe, "run_dir=" + runDir, "steps=6", "save_every=2"}, faultRun...)...)
+	code, out, errOut := rookscript(t, tmp, env, append([]string{"--trust", drillRecipe, "run_dir=" + runDir, "steps=6", "save_every=2"}, faultRun...)...)
 	wantExit(t, "rollback drill", code, 0, out, errOut)
 	wantContains(t, "stdout", out, "rolled back to step-00000002")
 	if got, want := metricsSteps(t, runDir), "0e "+seq(1, 6)+" 6e"; got != want {
@@ -467,7 +467,7 @@ func TestFaultRecoveryRollbackAndStop(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			runDir := filepath.Join(tmp, strings.ReplaceAll(c.name, " ", "-"))
 			env := []string{"DRILL_RECIPE=" + grpoRecipe, "DRILL_NAN_AT=" + c.nan}
-			args := append(append([]string{drillRecipe, "run_dir=" + runDir, "steps=6", "save_every=5"}, faultRun...), c.args...)
+			args := append(append([]string{"--trust", drillRecipe, "run_dir=" + runDir, "steps=6", "save_every=5"}, faultRun...), c.args...)
 			code, out, errOut := rookscript(t, tmp, env, args...)
 			wantExit(t, c.name, code, 3, out, errOut)
 			wantContains(t, "stderr", errOut, "was stopped by its recovery policy")
@@ -483,13 +483,21 @@ func TestFaultRecoveryRollbackAndStop(t *testing.T) {
 	}
 }
 
-// 10. sft.lua's default out=models/sft is written where models/ does not exist yet.
+// 10. sft.lua without out= saves its model in its run directory (runs/sft/model), where
+// neither exists yet, and generates its rows into the cache, never beside the run.
 func TestFaultSFTDefaultOut(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	code, out, errOut := rookscript(t, tmp, nil, "--quiet", sftRecipe, "model=random:tiny", "rows=16", "stockfish.depth=4", "steps=2", "batch=4")
+	cache := filepath.Join(tmp, "cache")
+	code, out, errOut := rookscript(t, tmp, []string{"ROOKSCRIPT_CACHE=" + cache}, "--quiet", sftRecipe, "model=random:tiny", "rows=16", "stockfish.depth=4", "steps=2", "batch=4")
 	wantExit(t, "sft.lua with the default out", code, 0, out, errOut)
-	if _, err := os.Stat(filepath.Join(tmp, "models", "sft", "model.safetensors")); err != nil {
-		t.Fatalf("sft.lua did not save models/sft: %v", err)
+	if _, err := os.Stat(filepath.Join(tmp, "runs", "sft", "model", "model.safetensors")); err != nil {
+		t.Fatalf("sft.lua did not save runs/sft/model: %v", err)
+	}
+	if rows, _ := filepath.Glob(filepath.Join(cache, "sft-data", "rows-16-*.txt")); len(rows) != 1 {
+		t.Fatalf("generated rows in the cache: %v", rows)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(tmp, "runs")); len(entries) != 1 {
+		t.Fatalf("runs/ holds %v, want only the run directory", entries)
 	}
 }

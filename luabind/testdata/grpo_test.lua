@@ -88,10 +88,18 @@ function T.test_plan()
   local policy = rook.load("random:tiny")
   local p = rook.grpo.plan(policy, { prompts = 2, rollout = { group = 4, max_new_tokens = 8 }, grpo = { beta = 0.1 } })
   check.eq(p.micro_batch, 8, "a whole step fits an ample budget")
-  check.truthy(p.fits and p.bytes > 0 and p.parts.kv_cache > 0, p.text)
+  check.truthy(p.bytes <= p.budget and p.bytes > 0 and p.parts.kv_cache > 0, p.text)
   local small = rook.grpo.plan(policy, { prompts = 2, rollout = { group = 4, max_new_tokens = 8 }, grpo = { beta = 0.1 },
                                          budget = p.bytes - 1 })
   check.truthy(small.micro_batch < 8, "a budget below the whole step: smaller micro-batches (" .. small.text .. ")")
+  -- The plan is a contract: a run that does not fit is refused, naming what to lower.
+  check.errors(function() rook.grpo.plan(policy, { prompts = 2, rollout = { group = 4 }, budget = "1MB" }) end,
+    "over its 1.0 MB budget")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 2, rollout = { group = 4 }, budget = "1MB" }) end,
+    "lower prompts (2), rollout.group (4)")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 2, eval_size = 100000000, budget = "8GB" }) end, "eval_size (100000000)")
+  check.errors(function() rook.grpo.plan(policy, { prompts = 2, grpo = { micro_batch = 8 }, budget = small.bytes }) end,
+    "with micro-batches of 8")
   check.errors(function() rook.grpo.plan(policy, { prompts = 2, rollout = { group = 1 } }) end, "GRPO needs at least 2 per prompt to compare")
   check.errors(function() rook.grpo.plan(policy, { prompts = 0 }) end, "a step needs prompts")
   check.errors(function() rook.grpo.plan(policy, { prompts = 1, rollout = { max_new_tokens = 300 } }) end,

@@ -25,7 +25,7 @@ function T.test_sft_plan()
   local o = { budget = "64GB", seq_len = 200, batch = 64 }
   local p = rook.sft.plan(m, o)
   check.eq(p.micro_batch, 20, "a large budget: micro-batches of 4096 tokens")
-  check.eq(p.fits, true)
+  check.truthy(p.bytes <= p.budget, p.text)
   local sum = 0
   for _, v in pairs(p.parts) do sum = sum + v end
   check.eq(p.bytes, sum, "bytes is the sum of the parts")
@@ -37,10 +37,10 @@ function T.test_sft_plan()
   check.truthy(q.bytes <= o.budget, "and is kept")
 
   o.budget = "1MB"
-  local r = rook.sft.plan(m, o)
-  check.eq(r.micro_batch, 1)
-  check.eq(r.fits, false)
-  check.truthy(string.find(r.text, "OVER BUDGET", 1, true), r.text)
+  check.errors(function() rook.sft.plan(m, o) end, "rook.sft.plan: SFT needs")
+  check.errors(function() rook.sft.plan(m, o) end, "over its 1.0 MB budget")
+  -- A step's documents are held whatever the micro-batch: a huge batch is refused too.
+  check.errors(function() rook.sft.plan(m, { batch = 1e9, budget = "8GB" }) end, "lower batch (1000000000)")
 
   o.budget, o.batch = "64GB", 8
   check.eq(rook.sft.plan(m, o).micro_batch, 8, "never more than a step's documents")
@@ -66,6 +66,17 @@ function T.test_limit()
   check.eq(got, 800 * 2 ^ 20)
   check.eq(select(1, rook.memory.limit("1 TiB")), 2 ^ 40)
   check.errors(function() rook.memory.limit("lots") end, 'memory budget "lots"')
+end
+
+-- Calls no plan sized are refused when they cannot fit the process's memory, with what was
+-- asked for, never the runtime's fatal "out of memory".
+function T.test_unplanned_calls_that_cannot_fit()
+  local m = rook.load("random:tiny")
+  check.errors(function() m:generate({ "P: 4k3/8/8/8/8/8/8/4K3 w - - 0 1" }, { n = 1e9, max_new_tokens = 8 }) end,
+    "this process may use")
+  local src = rook.positions("generator")
+  check.errors(function() src:next(1e12) end, "1000000000000 items of about 3.1 kB each are more than the")
+  check.eq(#src:next(2), 2, "the source still works")
 end
 
 return T
