@@ -3,6 +3,7 @@ package luabind_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,31 @@ func TestSyntaxErrorsNameTheLine(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), filepath.Join("scripts", "broken.lua")+":1: '}' expected (to close '{' at line 1)") {
 		t.Errorf("module syntax error: %v", err)
+	}
+}
+
+// A failed assert — a recipe's own check, or assert(rook.load(path)) on an expected failure —
+// is the message with file:line, without a Lua traceback (which would only show assert); an
+// error raised elsewhere keeps its traceback.
+func TestAssertMessages(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"message", "local x = 1\nassert(x == 2, \"x must be 2\")\n", "recipe.lua:2: x must be 2"},
+		{"no message", "local x = 1\nassert(x == 2)\n", "recipe.lua:2: assertion failed!"},
+		{"nil, err", "local rook = require(\"rook\")\nassert(rook.load(\"random:nope\"))\n", `recipe.lua:2: random:nope: unknown random model "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runRecipe(t, t.TempDir(), map[string]string{"recipe.lua": tc.src})
+			var re *luabind.RecipeError
+			if !errors.As(err, &re) || !strings.Contains(re.Message, tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if re.Traceback != "" {
+				t.Errorf("a failed assert carries a traceback:\n%s", re.Traceback)
+			}
+		})
+	}
+	_, err := runRecipe(t, t.TempDir(), map[string]string{"recipe.lua": "local t = nil\nprint(t.x)\n"})
+	if re := (*luabind.RecipeError)(nil); !errors.As(err, &re) || re.Traceback == "" {
+		t.Errorf("an error in Lua code lost its traceback: %v", err)
 	}
 }
