@@ -8,6 +8,7 @@
 //	config.json                  the resolved config (WriteConfig)
 //	metrics.jsonl                one {"step": N, "time": RFC3339, ...metrics} object per line
 //	metrics-discarded.jsonl      records a resume or rollback took out of metrics.jsonl (RewindMetrics)
+//	samples.jsonl                a few completions of each step (AppendSamples); samples-discarded.jsonl as for metrics
 //	checkpoints/LATEST           name of the newest complete checkpoint, replaced atomically
 //	checkpoints/BEST             name of the best checkpoint by the run's metric (if one is set)
 //	checkpoints/step-00000050/   one checkpoint:

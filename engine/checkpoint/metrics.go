@@ -109,11 +109,15 @@ func (r *Run) endTornMetricsLine() error {
 
 // RewindMetrics takes out of metrics.jsonl every record logged after checkpoint st was saved
 // (the steps a resume or a rollback repeats), moves them to DiscardedMetricsFile and returns
-// how many it moved. metrics.jsonl is rewritten atomically. For a checkpoint that did not
-// record the log's size (st.MetricsBytes < 0: written by an older version) or a log shorter
-// than that size, the records of steps after st.Step are the ones taken out.
+// how many it moved; the samples of later steps move to DiscardedSamplesFile. metrics.jsonl
+// is rewritten atomically. For a checkpoint that did not record the log's size
+// (st.MetricsBytes < 0: written by an older version) or a log shorter than that size, the
+// records of steps after st.Step are the ones taken out.
 func (r *Run) RewindMetrics(st *State) (int, error) {
 	if err := r.writable("rewinding metrics.jsonl"); err != nil {
+		return 0, err
+	}
+	if err := r.rewindSamples(st.Step); err != nil {
 		return 0, err
 	}
 	b, err := os.ReadFile(r.metricsPath())
@@ -168,10 +172,18 @@ func (r *Run) splitMetrics(keep, drop []byte) (int, error) {
 	if len(drop) > 0 && drop[len(drop)-1] != '\n' {
 		drop = append(drop, '\n') // a torn last line stays a line of its own
 	}
-	path := filepath.Join(r.Dir, DiscardedMetricsFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
+	if err := moveLines(filepath.Join(r.Dir, DiscardedMetricsFile), r.metricsPath(), keep, drop); err != nil {
 		return 0, err
+	}
+	return n, nil
+}
+
+// moveLines appends drop to the discarded file (synced) and then makes keep the content of
+// the log, so that a crash in between leaves a line in both files, never in neither.
+func moveLines(discarded, log string, keep, drop []byte) error {
+	f, err := os.OpenFile(discarded, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
 	}
 	_, err = f.Write(drop)
 	if err == nil {
@@ -181,12 +193,9 @@ func (r *Run) splitMetrics(keep, drop []byte) (int, error) {
 		err = cerr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("appending to %s: %w", path, err)
+		return fmt.Errorf("appending to %s: %w", discarded, err)
 	}
-	if err := atomicfile.WriteBytes(r.metricsPath(), keep); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return atomicfile.WriteBytes(log, keep)
 }
 
 // ReadMetrics returns the records of metrics.jsonl in file order: "step" as an int, "time" as

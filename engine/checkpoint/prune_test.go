@@ -209,7 +209,7 @@ func TestPreflight(t *testing.T) {
 		{withCk, true, nil},
 		{held, false, []string{"is in use by", "one process writes a run at a time"}},
 		{held, true, []string{"is in use by"}},
-		{missing, true, []string{"is not a run directory"}},
+		{missing, true, []string{missing + " does not exist"}},
 		{empty, true, []string{"is not a run directory"}},
 		{file, false, []string{"is not a directory"}},
 		{model, false, []string{model + " is not a run directory and is not empty (it holds config.json, model.safetensors)"}},

@@ -180,7 +180,7 @@ func (r *Run) create() error {
 		if _, err := r.discardMetricsFrom(0); err != nil {
 			return err
 		}
-		return nil
+		return r.rewindSamples(-1)
 	}
 	return r.endTornMetricsLine()
 }
@@ -207,6 +207,9 @@ func Open(dir string) (*Run, error) {
 // writer's lock (an evaluation, a plot, a check while the run goes on). Its writing methods
 // return ErrReadOnly.
 func OpenReadOnly(dir string) (*Run, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s does not exist", dir)
+	}
 	if fi, err := os.Stat(filepath.Join(dir, "checkpoints")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a run directory (no checkpoints/ in it)", dir)
 	}
@@ -299,6 +302,20 @@ func (r *Run) RecordedConfig() (cfg json.RawMessage, checkpoint string, err erro
 		return nil, name, fmt.Errorf("%s is not valid JSON", filepath.Join(r.Dir, "config.json"))
 	}
 	return b, name, nil
+}
+
+// RecordedState returns the recipe state the newest checkpoint recorded (run:save's state),
+// its step and its name, reading state.json only (checksum checked), not the weights.
+func (r *Run) RecordedState() (state json.RawMessage, step int, checkpoint string, err error) {
+	name, err := r.latestName()
+	if err != nil {
+		return nil, 0, "", err
+	}
+	fs, err := r.readState(name)
+	if err != nil {
+		return nil, 0, name, fmt.Errorf("checkpoint %s: %w", r.path(name), err)
+	}
+	return fs.Recipe, fs.Step, name, nil
 }
 
 var nameRE = regexp.MustCompile(`^step-([0-9]{8,})$`)

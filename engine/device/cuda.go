@@ -3,6 +3,8 @@
 package device
 
 import (
+	"fmt"
+
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cuda"
 )
@@ -10,10 +12,10 @@ import (
 // CUDAAvailable reports whether this build contains the CUDA backend.
 const CUDAAvailable = true
 
-func openCUDA(opt Options) (backend.Backend, error) {
+func openCUDA(name string, opt Options) (backend.Backend, error) {
 	b, err := cuda.New(opt.Ordinal)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("device %q: %w", name, err)
 	}
 	return b, nil
 }

@@ -22,7 +22,7 @@ func Open(name string, opt Options) (backend.Backend, error) {
 	case "", "cpu":
 		return cpu.New(opt.Threads), nil
 	case "cuda", "gpu":
-		return openCUDA(opt)
+		return openCUDA(name, opt)
 	}
 	return nil, fmt.Errorf("device %q: unknown device (want cpu or cuda)", name)
 }

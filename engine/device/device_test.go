@@ -14,9 +14,12 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("Open(tpu): %v", err)
 	}
 	if !CUDAAvailable {
-		_, err := Open("cuda", Options{})
-		if err == nil || !strings.Contains(err.Error(), "-tags cuda") {
-			t.Fatalf("Open(cuda) in a build without CUDA: %v", err)
+		// The refusal names the device as the user wrote it.
+		for _, name := range []string{"cuda", "gpu"} {
+			_, err := Open(name, Options{})
+			if err == nil || !strings.Contains(err.Error(), "-tags cuda") || !strings.HasPrefix(err.Error(), `device "`+name+`"`) {
+				t.Fatalf("Open(%s) in a build without CUDA: %v", name, err)
+			}
 		}
 	}
 }

@@ -3,7 +3,7 @@
 package device
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/rookscript/rookscript/engine/backend"
 )
@@ -11,7 +11,7 @@ import (
 // CUDAAvailable reports whether this build contains the CUDA backend.
 const CUDAAvailable = false
 
-func openCUDA(Options) (backend.Backend, error) {
-	return nil, errors.New(`device "cuda": this rookscript was built without CUDA support; ` +
-		`rebuild with 'make build-cuda' (go build -tags cuda ./cmd/rookscript) on a machine with the NVIDIA driver and CUDA toolkit`)
+func openCUDA(name string, _ Options) (backend.Backend, error) {
+	return nil, fmt.Errorf("device %q: this rookscript was built without CUDA support; "+
+		"rebuild with 'make build-cuda' (go build -tags cuda ./cmd/rookscript) on a machine with the NVIDIA driver and CUDA toolkit", name)
 }

@@ -82,6 +82,9 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	p := newPlan(b, cfg)
 	rewardMetrics(m, b, p.zeroStd, cfg)
 	m["completions/kept"] = float64(len(p.trained))
+	if NoRewardSignal(b, cfg) != "" {
+		m["no_reward_signal"] = 1
+	}
 	if len(p.trained) == 0 {
 		m["no_signal"] = 1
 		return m, nil
@@ -186,6 +189,7 @@ type plan struct {
 
 func newPlan(b *rollout.Batch, cfg Config) *plan {
 	adv, zeroStd := Advantages(b.Rewards, b.Group, cfg)
+	b.Advantages = adv
 	p := &plan{zeroStd: zeroStd, noSignal: cfg.Beta == 0 && cfg.EntropyCoef == 0}
 	var counted []*completion
 	for i := range b.Completions {

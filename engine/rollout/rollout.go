@@ -27,6 +27,8 @@ type Config struct {
 	StopToken    int32   `json:"-"`    // EOT unless set; a model with a small vocabulary may use another id
 	// Decode turns completion tokens (without the stop token) into text; optional.
 	Decode func([]int32) string `json:"-"`
+	// Progress, if set, is told after each token step how many of at most MaxNewTokens ran.
+	Progress func(step, maxSteps int) `json:"-"`
 }
 
 // DefaultConfig is a rollout of 8 completions per prompt, each of at most 128 new tokens,
@@ -82,6 +84,9 @@ type Batch struct {
 	// components of it (each as long as Completions).
 	Rewards    []float64
 	Components map[string][]float64
+
+	// Filled by a GRPO step: each completion's advantage (0 for a group without variance).
+	Advantages []float64
 
 	Stats Stats
 }
@@ -204,9 +209,12 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		active[k] = &states[k]
 	}
 	var tokens, slotIDs, pos []int32
-	for {
+	for step := 1; ; step++ {
 		sampleRows(d, active, cfg)
 		b.Stats.NewTokens += len(active)
+		if cfg.Progress != nil {
+			cfg.Progress(step, cfg.MaxNewTokens)
+		}
 		// Finished completions leave the batch.
 		next := active[:0]
 		for _, st := range active {

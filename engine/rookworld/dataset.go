@@ -34,6 +34,8 @@ type DatasetOptions struct {
 	IllegalFraction   float64 `json:"illegal_fraction"` // share of A: rows given an illegal move
 	EnvMove           string  `json:"env_move"`         // EnvMoveNext (default) or EnvMoveRandom
 	JSONL             bool    `json:"jsonl"`            // write {"text": …} lines instead of plain text
+
+	Progress func(rows int) `json:"-"` // if set, told after each row is written
 }
 
 // DatasetStats counts what BuildDataset wrote.
@@ -102,6 +104,9 @@ func BuildDataset(ctx context.Context, src Source, pool *stockfish.Pool, w io.Wr
 			st.Env++
 		} else {
 			st.Policy++
+		}
+		if opt.Progress != nil {
+			opt.Progress(st.Rows)
 		}
 	}
 	if err := bw.Flush(); err != nil {

@@ -197,6 +197,9 @@ type Input struct {
 type Scorer struct {
 	pool *stockfish.Pool
 	cfg  RewardConfig
+
+	// Progress, if set, is told by ScoreBatch how many answers are scored (one call at a time).
+	Progress func(done, total int)
 }
 
 // NewScorer validates cfg. pool may be nil when only A: prompts are scored.
@@ -245,6 +248,8 @@ func (s *Scorer) ScoreBatch(ctx context.Context, ins []Input) ([]Result, error) 
 	}
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for i, in := range ins {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -255,6 +260,12 @@ func (s *Scorer) ScoreBatch(ctx context.Context, ins []Input) ([]Result, error) 
 				errs[i] = fmt.Errorf("answer %d: %w", i, err)
 			}
 			out[i] = r
+			if s.Progress != nil {
+				mu.Lock()
+				done++
+				s.Progress(done, len(ins))
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
