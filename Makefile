@@ -65,8 +65,16 @@ setup-cuda:
 build:
 	$(GO) build -o $(BIN) ./cmd/rookscript
 
+# The main job. Run again, it resumes runs/grpo_stable: an interrupted run goes on, a finished
+# one trains nothing and prints its table again. For a new run: rm -r runs/grpo_stable.
 run: build
-	$(BIN) recipes/grpo_stable.lua
+	@if [ -f runs/grpo_stable/checkpoints/LATEST ]; then \
+		echo "$(BIN) recipes/grpo_stable.lua resume=runs/grpo_stable"; \
+		$(BIN) recipes/grpo_stable.lua resume=runs/grpo_stable; \
+	else \
+		echo "$(BIN) recipes/grpo_stable.lua"; \
+		$(BIN) recipes/grpo_stable.lua; \
+	fi
 
 vet:
 	$(GO) vet ./...

@@ -30,7 +30,7 @@ const (
 func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 	mod.RawSetString("stockfish", L.NewFunction(e.luaStockfish))
 	mod.RawSetString("positions", L.NewFunction(e.luaPositions))
-	mod.RawSetString("eval", L.NewFunction(luaEval))
+	mod.RawSetString("eval", L.NewFunction(e.luaEval))
 	reward.RawSetString("chess", L.NewFunction(luaRewardChess))
 	ch := L.NewTable()
 	L.SetFuncs(ch, map[string]lua.LGFunction{
@@ -400,7 +400,7 @@ func (o evalOptions) rollout() rollout.Config {
 // what paired intervals resample. settings: evalOptions's (one greedy completion of at most
 // 144 tokens per prompt by default, and reward = {...} or a reward section), a table or an
 // eval section.
-func luaEval(L *lua.LState) int {
+func (e *Env) luaEval(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
 	o := settingsArg[evalOptions](L, 3, "eval", "rook.eval")
@@ -409,7 +409,13 @@ func luaEval(L *lua.LState) int {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
 	cfg := o.rollout()
+	decoding := e.startPhase(fmt.Sprintf("eval: decoding %d prompts", len(prompts)), cfg.MaxNewTokens)
+	cfg.Progress = decoding.update
 	b := m.generate(L, prompts, cfg)
+	decoding.done()
+	scoring := e.startPhase(fmt.Sprintf("eval: scoring %d answers", len(b.Completions)), len(b.Completions))
+	s.Progress = scoring.update
+	defer scoring.done()
 	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
 		ins[i] = rookworld.Input{Prompt: prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
@@ -499,10 +505,13 @@ func (e *Env) luaDataset(L *lua.LState) int {
 		return pushErr(L, err)
 	}
 	var st rookworld.DatasetStats
+	ph := e.startPhase("rows for "+filepath.Base(path), opt.Rows)
+	opt.Progress = func(rows int) { ph.update(rows, opt.Rows) }
 	err := atomicfile.Write(path, func(w io.Writer) (err error) {
 		st, err = rookworld.BuildDataset(L.Context(), p.src, g.p, w, opt)
 		return err
 	})
+	ph.done()
 	if err != nil {
 		return pushErr(L, err)
 	}

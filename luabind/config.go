@@ -94,8 +94,22 @@ func (e *Env) luaConfig(L *lua.LState) int {
 			raiseConfig(L, "config: rollout.group: %v", err)
 		}
 	}
-	if err := checkRules(L, cfg, L.OptTable(2, nil)); err != nil {
+	fixed, err := checkRules(L, cfg, L.OptTable(2, nil))
+	if err != nil {
 		raiseConfig(L, "%v", err)
+	}
+	if e.resume != nil && !e.resume.applied {
+		if err := e.resume.checkFixed(fixed); err != nil {
+			raiseConfig(L, "%v", err)
+		}
+		e.resume.report(e) // what the resume changes, once the config is accepted
+	}
+	// A folder of runs (an ablation's arms) is the recipe's to read and write, as a run
+	// directory is.
+	if dir, _ := cfg["base_dir"].(string); dir != "" {
+		if err := e.allowRunDir(dir); err != nil {
+			raiseConfig(L, "base_dir=%s: %v", dir, err)
+		}
 	}
 	if dir, _ := cfg["run_dir"].(string); dir != "" {
 		resume, _ := cfg["resume"].(string)
@@ -191,7 +205,7 @@ func mergeFile(cfg map[string]any, path string) error {
 // each key once, calling seen for every key it sets.
 func (e *Env) applyOverrides(cfg map[string]any, seen func(o override) error) error {
 	open := openTables(cfg, "", map[string]bool{})
-	set := map[string]string{}
+	set := map[string]override{}
 	for _, o := range e.args {
 		if reservedKeys[o.key] {
 			cfg[o.key] = o.raw
@@ -207,9 +221,9 @@ func (e *Env) applyOverrides(cfg map[string]any, seen func(o override) error) er
 			return fmt.Errorf("override %s=%s: %w", o.key, o.raw, err)
 		}
 		if prev, twice := set[key]; twice {
-			return fmt.Errorf("override %s=%s: %s already set %s (the same setting)", o.key, o.raw, prev, key)
+			return fmt.Errorf("%s=%s and %s=%s both set %s (one setting by two names): give it once", prev.key, prev.raw, o.key, o.raw, key)
 		}
-		set[key] = o.key
+		set[key] = o
 	}
 	return nil
 }

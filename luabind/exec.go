@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,16 +13,31 @@ import (
 	lua "github.com/yuin/gopher-lua"
 )
 
-// rook.exec(path, overrides) runs another recipe in a fresh Lua state, with the overrides
-// as its key=value config arguments (numbers, strings, booleans, lists; a table of named
-// values as dotted keys, stockfish = {depth = 4} as stockfish.depth=4), and returns what
-// the recipe returns, and, when a run's recovery policy stopped it, the stop report as a
-// second value. A relative path is looked up from the working directory, then from the
+// execOptions are rook.exec's third argument.
+type execOptions struct {
+	// Check runs the recipe only until its rook.config has resolved and checked the config,
+	// and returns that config (or nil, err): nothing is loaded, started or written.
+	Check bool `json:"check"`
+	// Catch returns nil, err when the recipe fails, instead of raising; an interrupt still
+	// raises, so that a loop of recipes stops with it.
+	Catch bool `json:"catch"`
+}
+
+// rook.exec(path [, overrides [, opts]]) runs another recipe in a fresh Lua state, with the
+// overrides as its key=value config arguments (numbers, strings, booleans, lists; a table of
+// named values as dotted keys, stockfish = {depth = 4} as stockfish.depth=4), and returns
+// what the recipe returns, and, when a run's recovery policy stopped it, the stop report as
+// a second value. A relative path is looked up from the working directory, then from the
 // calling recipe's directory. Scripted ablations are this call in a loop. A failed last save
-// or an interrupt in the recipe raises an error here.
+// or an interrupt in the recipe raises an error here; with opts.catch a failure returns
+// nil, err instead (an interrupt still raises). With opts.check the recipe stops once its
+// rook.config has resolved and checked the overrides: the resolved config (what a run records
+// in config.json), or nil, err naming the key.
 func (e *Env) luaExec(L *lua.LState) int {
 	path := L.CheckString(1)
 	o := L.OptTable(2, nil)
+	var opts execOptions
+	options(L, 3, "rook.exec", &opts)
 	if _, err := os.Stat(path); err != nil && !filepath.IsAbs(path) && e.opts.Recipe != "" {
 		if alt := filepath.Join(filepath.Dir(e.opts.Recipe), path); fileExists(alt) {
 			path = alt
@@ -50,27 +66,109 @@ func (e *Env) luaExec(L *lua.LState) int {
 		flatten("", o)
 	}
 	e.mustPath(L, "read", path)
+	// A failure of the recipe: nil, err for a check or a catch, else an error here.
+	fail := func(err error) int {
+		if opts.Check || opts.Catch {
+			return pushErr(L, err)
+		}
+		L.RaiseError("rook.exec %s: %s", path, err.Error())
+		return 0
+	}
 	child, err := New(Options{Args: args, Recipe: path, Stdout: e.out, Quiet: e.opts.Quiet, Modules: e.opts.Modules, Trust: e.opts.Trust})
 	if err != nil {
-		L.RaiseError("rook.exec %s: %s", path, err.Error())
+		return fail(err)
 	}
 	if e.access != nil {
 		child.access = e.access.clone() // the caller's arguments name paths, not the child's
 	}
 	defer child.Close()
 	child.intr = e.intr // an interrupt reaches the run the child opens
-	v, err := child.runReturning(L, path)
+	parent := L.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var chk *configCheck
+	if opts.Check {
+		chk = &configCheck{stop: cancel}
+		child.L.PreloadModule("rook", child.checkLoader(chk))
+	}
+	v, err := child.runReturning(ctx, path)
 	var stopped *StoppedError
-	if errors.As(err, &stopped) {
+	var interrupted *InterruptedError
+	switch {
+	case errors.As(err, &interrupted) || err != nil && parent.Err() != nil:
+		L.RaiseError("rook.exec %s: %s", path, err.Error()) // the caller stops too
+	case chk != nil && chk.config != nil:
+		L.Push(fromGo(L, chk.config))
+		return 1
+	case chk != nil && chk.early != "":
+		return fail(fmt.Errorf("%s calls %s before rook.config: there is no config to check", path, chk.early))
+	case chk != nil && err == nil:
+		return fail(fmt.Errorf("%s ended without calling rook.config: there is no config to check", path))
+	case errors.As(err, &stopped):
 		L.Push(fromGo(L, v))
 		L.Push(lua.LString(stopped.Reason))
 		return 2
-	}
-	if err != nil {
-		L.RaiseError("rook.exec %s: %s", path, err.Error())
+	case err != nil:
+		return fail(err)
 	}
 	L.Push(fromGo(L, v))
 	return 1
+}
+
+// configCheck is what a recipe run by rook.exec's check reached: its resolved config, or the
+// rook function it called first.
+type configCheck struct {
+	stop   context.CancelFunc // ends the recipe: every Lua instruction after it raises
+	config map[string]any
+	early  string
+}
+
+// checkLoader builds module rook for a recipe that rook.exec checks: rook.config resolves and
+// checks the config, records it and ends the recipe; any other rook function called before
+// it ends the recipe unrun. The end is the recipe's context cancelled, so a pcall around
+// rook.config cannot go on to do work.
+func (e *Env) checkLoader(chk *configCheck) lua.LGFunction {
+	return func(L *lua.LState) int {
+		e.loader(L)
+		mod := L.Get(-1).(*lua.LTable)
+		end := func(L *lua.LState) int {
+			chk.stop()
+			L.RaiseError("rook.exec: the check ends the recipe here")
+			return 0
+		}
+		seen := map[*lua.LTable]bool{}
+		var wrap func(t *lua.LTable, prefix string)
+		wrap = func(t *lua.LTable, prefix string) {
+			if seen[t] {
+				return
+			}
+			seen[t] = true
+			var keys []string
+			t.ForEach(func(k, _ lua.LValue) { keys = append(keys, k.String()) })
+			for _, k := range keys {
+				name := prefix + k
+				switch v := t.RawGetString(k).(type) {
+				case *lua.LTable:
+					wrap(v, name+".")
+				case *lua.LFunction:
+					t.RawSetString(k, L.NewFunction(func(L *lua.LState) int {
+						chk.early = name
+						return end(L)
+					}))
+				}
+			}
+		}
+		wrap(mod, "rook.")
+		mod.RawSetString("config", L.NewFunction(func(L *lua.LState) int {
+			e.luaConfig(L) // a config error is raised from here, at the recipe's line
+			chk.config = e.config
+			return end(L)
+		}))
+		return 1
+	}
 }
 
 func fileExists(p string) bool {
@@ -78,8 +176,8 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// runReturning runs a recipe under the caller's context and returns its value as Go data.
-func (e *Env) runReturning(caller *lua.LState, path string) (any, error) {
+// runReturning runs a recipe under ctx and returns its value as Go data.
+func (e *Env) runReturning(ctx context.Context, path string) (any, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -88,7 +186,7 @@ func (e *Env) runReturning(caller *lua.LState, path string) (any, error) {
 	if err != nil {
 		return nil, &RecipeError{Message: syntaxMessage(string(src), path, err)}
 	}
-	e.L.SetContext(caller.Context())
+	e.L.SetContext(ctx)
 	e.L.Push(fn)
 	if err := e.pcall(0, 1); err != nil {
 		return nil, e.outcome(err)

@@ -76,7 +76,11 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
-	L.Push(metricsTable(L, m))
+	t := metricsTable(L, m)
+	if why := grpo.NoRewardSignal(b.b, cfg); why != "" {
+		t.RawSetString("no_signal_reason", lua.LString(why)) // a string: run:log shows it, metrics.jsonl keeps numbers
+	}
+	L.Push(t)
 	return 1
 }
 

@@ -8,6 +8,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/tokenizer"
@@ -72,6 +73,7 @@ func (e *Env) luaLoad(L *lua.LState) int {
 		src = e.defaultModel(L, engine)
 	} else if !strings.HasPrefix(src, "random:") {
 		e.mustPath(L, "read", src)
+		src = runPolicy(src)
 	}
 	cfg, params, source, err := gpt2.Load(src)
 	if err != nil {
@@ -94,6 +96,24 @@ func (e *Env) luaLoad(L *lua.LState) int {
 	}
 	L.Push(newUserData(L, modelType, m))
 	return 1
+}
+
+// runPolicy is the policy of a run directory's newest checkpoint (DIR/checkpoints/<LATEST>/model)
+// when dir is a run, and dir itself otherwise: model=runs/x evaluates where a run got to.
+func runPolicy(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "checkpoints", "LATEST")); err != nil {
+		return dir
+	}
+	r, err := checkpoint.OpenReadOnly(dir)
+	if err != nil {
+		return dir
+	}
+	defer r.Close()
+	name, err := r.LatestName()
+	if err != nil {
+		return dir
+	}
+	return filepath.Join(dir, "checkpoints", name, "model")
 }
 
 // defaultModel builds (or finds cached) the embedded default model and returns its path.

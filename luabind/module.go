@@ -23,6 +23,7 @@ func (e *Env) loader(L *lua.LState) int {
 		"log":       e.luaLog,
 		"clock":     luaClock,
 		"run":       e.luaRun,
+		"run_state": e.luaRunState,
 		"exec":      e.luaExec,
 		"cache_dir": luaCacheDir,
 		"exists":    e.luaExists,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -16,6 +17,7 @@ import (
 // tokens/s, reward, KL), elsewhere a plain line per step; nothing with --quiet.
 type progress struct {
 	label    string // what is progressing, before the step count ("" for a run's steps)
+	counts   bool   // what progresses are counted things (tokens, answers, rows), not steps
 	out      io.Writer
 	quiet    bool
 	tty      bool
@@ -41,7 +43,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func (p *progress) update(step int, m map[string]float64) {
+// update draws step's line from its metrics; why, when not "", is why the step had no reward
+// signal.
+func (p *progress) update(step int, m map[string]float64, why string) {
 	if p.quiet {
 		return
 	}
@@ -49,10 +53,14 @@ func (p *progress) update(step int, m map[string]float64) {
 	if p.label != "" {
 		b.WriteString(p.label + ": ")
 	}
+	word := "step "
+	if p.counts {
+		word = ""
+	}
 	if p.total > 0 {
-		fmt.Fprintf(&b, "step %d/%d", step, p.total)
+		fmt.Fprintf(&b, "%s%d/%d", word, step, p.total)
 	} else {
-		fmt.Fprintf(&b, "step %d", step)
+		fmt.Fprintf(&b, "%s%d", word, step)
 	}
 	if done := step - p.first; done > 0 && p.total > 0 {
 		per := time.Since(p.start) / time.Duration(done)
@@ -69,6 +77,9 @@ func (p *progress) update(step int, m map[string]float64) {
 	}
 	if v, ok := m["finite"]; ok && v == 0 {
 		b.WriteString("  NON-FINITE (update skipped)")
+	}
+	if why != "" {
+		b.WriteString("  NO SIGNAL: " + why)
 	}
 	line := b.String()
 	if p.tty {
@@ -105,6 +116,54 @@ func (p *progress) finish() {
 	}
 }
 
+// phaseQuiet is how long a phase runs before it shows progress: a short one prints nothing.
+const phaseQuiet = 3 * time.Second
+
+// phase is the progress of one long engine call (decoding, scoring, generating rows), told
+// from whatever goroutine does the work.
+type phase struct {
+	mu    sync.Mutex
+	p     *progress
+	shown bool
+}
+
+// startPhase starts a labelled progress line of total steps; it shows once the phase has run
+// for phaseQuiet.
+func (e *Env) startPhase(label string, total int) *phase {
+	p := newProgress(e, total, 0)
+	p.label, p.counts = label, true
+	return &phase{p: p}
+}
+
+func (ph *phase) update(done, total int) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	if !ph.shown && time.Since(ph.p.start) < phaseQuiet {
+		return
+	}
+	ph.shown = true
+	ph.p.total = total
+	ph.p.update(done, nil, "")
+}
+
+// done replaces the phase's line, if it showed one, with how long the phase took (a phase
+// may end before its total: decoding stops when every answer has).
+func (ph *phase) done() {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	p := ph.p
+	if !ph.shown || p.quiet {
+		return
+	}
+	msg := fmt.Sprintf("%s: done in %s", p.label, time.Since(p.start).Round(100*time.Millisecond))
+	if p.tty {
+		fmt.Fprintf(p.out, "\r\033[K%s\n", msg)
+		p.drawn = false
+		return
+	}
+	fmt.Fprintln(p.out, msg)
+}
+
 const progressType = "rook.progress"
 
 // rook.progress{total=, label=} → a progress line of its own, for loops that are not a run
@@ -129,7 +188,7 @@ var progressMethods = map[string]lua.LGFunction{
 		if L.GetTop() >= 3 {
 			m = metricsArg(L, 3)
 		}
-		p.update(L.CheckInt(2), m)
+		p.update(L.CheckInt(2), m, "")
 		return 0
 	},
 	"done": func(L *lua.LState) int {

@@ -54,7 +54,7 @@ func TestBareSettingNames(t *testing.T) {
 		{[]string{"malformed=-0.2"}, "-0.2\t3\t8\t16\t0\t1"},
 		{[]string{"depth=5", "stockfish.depth=6", "hash_mb=64"}, "-0.3\t5\t6\t64\t0\t1"},
 		{[]string{"threads=2", "stockfish.threads=1"}, "-0.3\t3\t8\t16\t2\t1"},
-		{[]string{"malformed=-0.1", "reward.malformed=-0.2"}, `malformed already set reward.malformed (the same setting)`},
+		{[]string{"malformed=-0.1", "reward.malformed=-0.2"}, `malformed=-0.1 and reward.malformed=-0.2 both set reward.malformed (one setting by two names): give it once`},
 		{[]string{"stockfish_hash_mb=64"}, `stockfish_hash_mb is now stockfish.hash_mb`},
 		{[]string{"malformed_floor=-1"}, `malformed_floor is now reward.malformed`},
 		{[]string{"reward.malformd=-1"}, `unknown option "reward.malformd" (did you mean "malformed"?)`},

@@ -12,7 +12,7 @@ import (
 
 // resumeFixed are the config keys no resume may change, whatever the recipe: the model a run
 // starts from (its reference is reloaded from there) and the seed its data, evaluation set and
-// rollouts derive from. A recipe names its own with rook.run{fixed = {...}}.
+// rollouts derive from. A recipe names its own with the rule "fixed" (rook.config).
 var resumeFixed = []string{"model", "seed"}
 
 // resumeInfo is what resolving a resumed run's config found.
@@ -20,7 +20,9 @@ type resumeInfo struct {
 	dir        string
 	checkpoint string            // the checkpoint whose config was the base
 	changes    map[string]change // key → recorded and new value, for the keys the command line changed
-	applied    bool              // rook.run has resumed the run
+	notes      []string
+	reported   bool
+	applied    bool // rook.run has resumed the run
 }
 
 type change struct{ from, to any }
@@ -59,6 +61,21 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 		return fail(fmt.Errorf("checkpoint %s: recorded config: %w", name, err))
 	}
 	defaults := deepCopy(cfg).(map[string]any)
+	// Several recorded keys this recipe lacks: the run is another recipe's, and no single
+	// key's did-you-mean would help.
+	var foreign []string
+	for _, k := range sortedKeys(rec) {
+		if _, declared := cfg[k]; !declared && k != "resume" && !reservedKeys[k] && !settingName(k) {
+			foreign = append(foreign, k)
+		}
+	}
+	if len(foreign) > 1 {
+		if len(foreign) > 6 {
+			foreign = append(foreign[:6], "…")
+		}
+		return fail(fmt.Errorf("checkpoint %s recorded keys this recipe does not declare (%s): the run was started by another recipe (its copy is %s); resume it with that recipe",
+			name, strings.Join(foreign, ", "), filepath.Join(dir, "recipe.lua")))
+	}
 	for _, k := range sortedKeys(rec) {
 		_, declared := cfg[k]
 		_, isMap := rec[k].(map[string]any)
@@ -122,22 +139,29 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 			return fail(fmt.Errorf("%s cannot change in the middle of a run (it ran with %s, the command line gives %s): start a new run for that", k, show(c.from), show(c.to)))
 		}
 	}
-	e.resume = &resumeInfo{dir: dir, checkpoint: name, changes: changes}
-	if !e.opts.Quiet {
-		fmt.Fprintf(e.out, "resume %s: the config recorded by %s", dir, name)
-		if len(changes) == 0 {
-			fmt.Fprintf(e.out, ", unchanged\n")
-		} else {
-			fmt.Fprintf(e.out, ", changed by the command line:\n")
-			for _, k := range sortedKeys(changes) {
-				fmt.Fprintf(e.out, "  %s: %s → %s\n", k, show(changes[k].from), show(changes[k].to))
-			}
-		}
-		for _, n := range notes {
-			fmt.Fprintf(e.out, "  note: %s\n", n)
+	e.resume = &resumeInfo{dir: dir, checkpoint: name, changes: changes, notes: notes}
+	return true, nil
+}
+
+// report prints what the resume takes from the record and what the command line changes,
+// once: when rook.config has accepted the config (a change it refuses is never listed).
+func (ri *resumeInfo) report(e *Env) {
+	if ri.reported || e.opts.Quiet {
+		return
+	}
+	ri.reported = true
+	fmt.Fprintf(e.out, "resume %s: the config recorded by %s", ri.dir, ri.checkpoint)
+	if len(ri.changes) == 0 {
+		fmt.Fprintf(e.out, ", unchanged\n")
+	} else {
+		fmt.Fprintf(e.out, ", changed by the command line:\n")
+		for _, k := range sortedKeys(ri.changes) {
+			fmt.Fprintf(e.out, "  %s: %s → %s\n", k, show(ri.changes[k].from), show(ri.changes[k].to))
 		}
 	}
-	return true, nil
+	for _, n := range ri.notes {
+		fmt.Fprintf(e.out, "  note: %s\n", n)
+	}
 }
 
 // settingName reports whether key names a section's setting, now or before.
@@ -151,7 +175,7 @@ func settingName(key string) bool {
 	return false
 }
 
-// checkFixed refuses a change of one of a recipe's own fixed keys (rook.run{fixed=}).
+// checkFixed refuses a change of one of a recipe's own fixed keys (the rule "fixed").
 func (ri *resumeInfo) checkFixed(keys []string) error {
 	for _, k := range keys {
 		if c, ok := ri.changes[k]; ok {

@@ -106,6 +106,13 @@ func TestResumeConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `checkpoint step-00000004 recorded key "beta_warmup", which this recipe does not declare`) {
 		t.Fatalf("a recorded key the recipe lost: %v", err)
 	}
+	// Several such keys: the run is another recipe's, and the refusal says so, suggesting no key.
+	foreign := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "eval_every": 0.0, "kl_warmup": 10.0, "max_ply": 20.0})
+	_, err = runLua(t, Options{Args: []string{"resume=" + foreign}, Recipe: recipe}, "", "")
+	if err == nil || !strings.Contains(err.Error(), "recorded keys this recipe does not declare (eval_every, kl_warmup, max_ply): the run was started by another recipe (its copy is "+filepath.Join(foreign, "recipe.lua")+")") ||
+		strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("a run of another recipe: %v", err)
+	}
 }
 
 // TestResumeSections: a run records every setting of its sections; on resume they are the
@@ -185,5 +192,40 @@ func TestResumeOptimizer(t *testing.T) {
 			b, _ := json.Marshal(changes)
 			t.Errorf("%s: %+v %s, want %+v with %d changes", c.name, got, b, c.want, c.changes)
 		}
+	}
+}
+
+// A recipe's rule "fixed" makes a key unchangeable on resume: rook.config refuses the change
+// before anything is loaded, and the resume's listing of changes is never printed for it.
+// Unchanged or changing another key, the resume goes on.
+func TestResumeFixedRule(t *testing.T) {
+	dir := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "data": "a.txt", "steps": 4.0})
+	recipe := filepath.Join(t.TempDir(), "fixed.lua")
+	os.WriteFile(recipe, []byte(`local rook = require("rook")
+		local cfg = rook.config({ model = "m0", seed = 1, data = "a.txt", steps = 4 }, { data = "fixed", steps = "integer >= 1" })
+		print("data " .. cfg.data .. ", steps " .. cfg.steps)`), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"data=b.txt"}, "resume=" + dir + `: data cannot change in the middle of this recipe's run (it ran with "a.txt", the command line gives "b.txt")`},
+		{[]string{"steps=6"}, "data a.txt, steps 6"},
+		{nil, "data a.txt, steps 4"},
+	} {
+		out, err := runLua(t, Options{Args: append([]string{"resume=" + dir}, c.args...), Recipe: recipe}, "", "")
+		if err != nil {
+			out += err.Error()
+		}
+		if !strings.Contains(out, c.want) {
+			t.Errorf("%v: output lacks %q:\n%s", c.args, c.want, out)
+		}
+		if err != nil && strings.Contains(out, "changed by the command line") {
+			t.Errorf("%v: a refused change was listed first:\n%s", c.args, out)
+		}
+	}
+	// A section's setting takes only "fixed".
+	_, err := runLua(t, Options{}, "r.lua", `require("rook").config({ stockfish = { depth = 8 } }, { ["stockfish.depth"] = "integer >= 1" })`)
+	if err == nil || !strings.Contains(err.Error(), `stockfish.depth: a section's setting is checked by its own call; the only rule for it is "fixed"`) {
+		t.Errorf("a rule other than fixed on a section's setting: %v", err)
 	}
 }

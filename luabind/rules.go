@@ -20,6 +20,10 @@ import (
 //	"finite"           a finite number
 //	"one of a, b, c"   one of the listed strings
 //	function(v)        returns true, or false and a reason
+//
+// A string rule may end in ", fixed" (or be "fixed" alone): the key cannot change when the run
+// is resumed (as model and seed cannot), refused by rook.config before anything is loaded. A
+// section's setting, named with its section ("stockfish.depth"), takes only "fixed".
 
 // parseRule returns what a rule's text wants, for messages ("an integer ≥ 1"), and its test.
 func parseRule(text string) (want string, ok func(any) bool, err error) {
@@ -81,9 +85,9 @@ func parseRule(text string) (want string, ok func(any) bool, err error) {
 // checkRules applies a recipe's declared rules to its resolved config (nil rules: none), in
 // key order. The first value that breaks its rule is an error naming the key, the rule and
 // the value.
-func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) error {
+func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) (fixed []string, err error) {
 	if rules == nil {
-		return nil
+		return nil, nil
 	}
 	byKey := map[string]lua.LValue{}
 	var bad error
@@ -95,25 +99,44 @@ func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) error {
 		}
 	})
 	if bad != nil {
-		return bad
+		return nil, bad
 	}
 	for _, key := range sortedKeys(byKey) {
+		if sec, setting, dotted := strings.Cut(key, "."); dotted {
+			// A section's settings are checked by its call; a rule can only fix one.
+			m, _ := cfg[sec].(map[string]any)
+			if _, declared := m[setting]; !declared {
+				return nil, fmt.Errorf("config rules: %q is not a setting of the config", key)
+			}
+			if r, _ := byKey[key].(lua.LString); strings.TrimSpace(string(r)) != "fixed" {
+				return nil, fmt.Errorf("config rules: %s: a section's setting is checked by its own call; the only rule for it is \"fixed\"", key)
+			}
+			fixed = append(fixed, key)
+			continue
+		}
 		v, declared := cfg[key]
 		if !declared {
-			return fmt.Errorf("config rules: %q is not a key of the config%s", key, didYouMean(key, sortedKeys(cfg)))
+			return nil, fmt.Errorf("config rules: %q is not a key of the config%s", key, didYouMean(key, sortedKeys(cfg)))
 		}
 		switch r := byKey[key].(type) {
 		case lua.LString:
-			want, ok, err := parseRule(string(r))
+			text := strings.TrimSpace(string(r))
+			if rest, isFixed := strings.CutSuffix(text, "fixed"); isFixed && (rest == "" || strings.HasSuffix(strings.TrimSpace(rest), ",")) {
+				fixed = append(fixed, key)
+				if text = strings.TrimSuffix(strings.TrimSpace(rest), ","); text == "" {
+					continue
+				}
+			}
+			want, ok, err := parseRule(text)
 			if err != nil {
-				return fmt.Errorf("config rules: %s: %w", key, err)
+				return nil, fmt.Errorf("config rules: %s: %w", key, err)
 			}
 			if !ok(v) {
-				return fmt.Errorf("config: %s must be %s, got %s", key, want, shown(v))
+				return nil, fmt.Errorf("config: %s must be %s, got %s", key, want, shown(v))
 			}
 		case *lua.LFunction:
 			if err := L.CallByParam(lua.P{Fn: r, NRet: 2, Protect: true}, fromGo(L, v)); err != nil {
-				return fmt.Errorf("config rules: %s: %w", key, err)
+				return nil, fmt.Errorf("config rules: %s: %w", key, err)
 			}
 			okv, why := L.Get(-2), L.Get(-1)
 			L.Pop(2)
@@ -122,13 +145,13 @@ func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) error {
 				if why != lua.LNil {
 					reason = why.String()
 				}
-				return fmt.Errorf("config: %s = %s: %s", key, shown(v), reason)
+				return nil, fmt.Errorf("config: %s = %s: %s", key, shown(v), reason)
 			}
 		default:
-			return fmt.Errorf("config rules: %s: a rule is a string or a function, got a %s", key, r.Type())
+			return nil, fmt.Errorf("config rules: %s: a rule is a string or a function, got a %s", key, r.Type())
 		}
 	}
-	return nil
+	return fixed, nil
 }
 
 // shown writes a config value for a message.

@@ -38,6 +38,11 @@ type run struct {
 	saveErr   error  // why the last save failed; nil after a save that succeeded
 	stopped   string // the recovery policy's report, when it stopped the run
 	closed    bool
+
+	samples    int // completions per step run:log writes to samples.jsonl
+	printEvery int // print one of them every this many steps (0: never)
+	noSignal   int // steps in a row without reward signal
+	summary    runSummary
 }
 
 func (r *run) String() string {
@@ -63,10 +68,11 @@ func checkOpenRun(L *lua.LState, n int) *run {
 }
 
 // rook.run{dir=, policy=, ref=, opt=, data=, steps=, save_every=, keep=3, best=,
-// best_mode="max", resume=, config=, fixed=} → run, or nil, err (the directory is another
-// run's, or in use by another process, or its checkpoint does not load). config: the resolved
-// config to record (the last rook.config's by default); steps and save_every: what
-// run:save_due goes by; fixed: config keys a resume may not change, besides model and seed.
+// best_mode="max", resume=, config=, samples=4, print_sample_every=0} → run, or nil, err (the
+// directory is another run's, or in use by another process, or its checkpoint does not load).
+// config: the resolved config to record (the last rook.config's by default); steps and
+// save_every: what run:save_due goes by. (Keys a resume may not change are rook.config's rule
+// "fixed".)
 //
 // A new run takes the directory's lock and records the recipe, the resolved config and the
 // reference's identity (its source and content hash). With resume (a run directory),
@@ -76,7 +82,7 @@ func checkOpenRun(L *lua.LState, n int) *run {
 // it); the metrics logged after the checkpoint are taken out of metrics.jsonl, since the run
 // logs those steps again.
 func (e *Env) luaRun(L *lua.LState) int {
-	o := runOptions{Keep: checkpoint.DefaultKeepLast}
+	o := runOptions{Keep: checkpoint.DefaultKeepLast, Samples: DefaultSamples}
 	options(L, 1, "rook.run", &o)
 	if o.Best != "" && o.BestMode == "" {
 		o.BestMode = "max"
@@ -90,7 +96,11 @@ func (e *Env) luaRun(L *lua.LState) int {
 			raiseConfig(L, "rook.run: %s", err.Error())
 		}
 	}
-	r := &run{env: e, steps: steps, saveEvery: o.SaveEvery, policy: o.Policy, ref: o.Ref, opt: o.Opt, data: o.Data}
+	r := &run{env: e, steps: steps, saveEvery: o.SaveEvery, policy: o.Policy, ref: o.Ref, opt: o.Opt, data: o.Data,
+		samples: o.Samples, printEvery: o.PrintSampleEvery}
+	if r.samples < 0 || r.printEvery < 0 {
+		raiseConfig(L, "rook.run: samples and print_sample_every must be ≥ 0")
+	}
 	if r.ref != nil {
 		r.refUD = L.CheckTable(1).RawGetString("ref").(*lua.LUserData)
 	}
@@ -102,7 +112,6 @@ func (e *Env) luaRun(L *lua.LState) int {
 		}
 		cfg = v
 	}
-	fixed := o.Fixed
 	if r.opt.model != r.policy {
 		L.RaiseError("rook.run: opt is not the policy's optimizer")
 	}
@@ -120,11 +129,6 @@ func (e *Env) luaRun(L *lua.LState) int {
 	if resume != "" {
 		if dir != "" && !sameDir(dir, resume) {
 			raiseConfig(L, "rook.run: dir %s and resume %s name different runs", dir, resume)
-		}
-		if e.resume != nil {
-			if err := e.resume.checkFixed(fixed); err != nil {
-				raiseConfig(L, "%s", err.Error())
-			}
 		}
 		if err := r.resume(L, resume, cfg); err != nil {
 			return pushErr(L, err)
@@ -150,6 +154,7 @@ func (e *Env) luaRun(L *lua.LState) int {
 	e.intr.mu.Unlock()
 	r.progress = newProgress(e, steps, r.step)
 	e.progress = r.progress
+	r.summary.start(r.step)
 	L.Push(newUserData(L, runType, r))
 	return 1
 }
@@ -160,6 +165,7 @@ func (r *run) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.printSummary()
 	for _, m := range []*model{r.policy, r.ref} {
 		if m != nil && m.run == r {
 			m.run = nil
@@ -186,7 +192,9 @@ type runOptions struct {
 	Best      string      `json:"best"`
 	BestMode  string      `json:"best_mode"`
 	Config    *lua.LTable `json:"config"`
-	Fixed     []string    `json:"fixed"`
+
+	Samples          int `json:"samples"`
+	PrintSampleEvery int `json:"print_sample_every"`
 }
 
 func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
@@ -492,14 +500,28 @@ func metricsArg(L *lua.LState, n int) map[string]float64 {
 	return out
 }
 
-// run:log(step, metrics [, prefix]) appends the metrics (numbers; booleans as 0/1) to
-// metrics.jsonl, names prefixed with prefix.."/" if given (e.g. "eval"), and updates the
-// progress line. The run's step becomes step.
+// run:log(step, metrics [, prefix | batch]) appends the metrics (numbers; booleans as 0/1)
+// to metrics.jsonl, names prefixed with prefix.."/" if given (e.g. "eval"), and updates the
+// progress line. The run's step becomes step. Given the step's batch (after rook.grpo.step
+// set its advantages), it also writes the run's samples of it to samples.jsonl and prints one
+// every print_sample_every steps. A step without reward signal (metrics.no_signal_reason, set
+// by rook.grpo.step) says why on its progress line; several in a row give a warning.
 func runLog(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
 	m := metricsArg(L, 3)
-	if prefix := L.OptString(4, ""); prefix != "" {
+	prefix := ""
+	var b *batch
+	switch v := L.Get(4).(type) {
+	case lua.LString:
+		prefix = string(v)
+	case *lua.LUserData:
+		b = checkBatch(L, 4)
+	case *lua.LNilType:
+	default:
+		L.ArgError(4, "a metrics prefix (string) or the step's batch expected")
+	}
+	if prefix != "" {
 		pm := make(map[string]float64, len(m))
 		for k, v := range m {
 			pm[prefix+"/"+k] = v
@@ -510,8 +532,17 @@ func runLog(L *lua.LState) int {
 		L.RaiseError("%s", err.Error())
 	}
 	r.step = max(r.step, step)
-	if L.OptString(4, "") == "" {
-		r.progress.update(step, m)
+	if prefix != "" {
+		return 0
+	}
+	r.summary.logged(step, m)
+	why := lua.LVAsString(L.CheckTable(3).RawGetString("no_signal_reason"))
+	r.progress.update(step, m, why)
+	r.warnNoSignal(why)
+	if b != nil {
+		if err := r.logSamples(step, b); err != nil {
+			L.RaiseError("run:log: %s", err.Error())
+		}
 	}
 	return 0
 }
@@ -613,6 +644,33 @@ func runState(L *lua.LState) int {
 	}
 	L.Push(fromGo(L, v))
 	return 1
+}
+
+// rook.run_state(dir) → state, step, checkpoint | nil, err: the recipe state the newest
+// checkpoint of run directory dir recorded (run:save's state), read without the run's lock and
+// without loading its weights — what an ablation collects from runs other processes made.
+func (e *Env) luaRunState(L *lua.LState) int {
+	dir := L.CheckString(1)
+	e.mustPath(L, "read", dir)
+	r, err := checkpoint.OpenReadOnly(dir)
+	if err != nil {
+		return pushErr(L, err)
+	}
+	defer r.Close()
+	raw, step, name, err := r.RecordedState()
+	if err != nil {
+		return pushErr(L, err)
+	}
+	var v any = map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return pushErr(L, fmt.Errorf("checkpoint %s: recipe state: %w", name, err))
+		}
+	}
+	L.Push(fromGo(L, v))
+	L.Push(lua.LNumber(step))
+	L.Push(lua.LString(name))
+	return 3
 }
 
 // run:rollback() goes back to the last checkpoint and returns its step: the policy,

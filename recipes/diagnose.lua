@@ -1,6 +1,7 @@
 -- diagnose: the single-batch health check to run before a long run, on your own model, data
 -- and settings. Prints PASS/FAIL for each invariant the numeric core promises and each
 -- reward sanity check, then overfits one batch for a few steps to show the reward moving.
+-- Exit code: 0 when no check FAILs (SKIP: not checkable on this batch), 1 when one does.
 --
 --   rookscript recipes/diagnose.lua model=path/to/RookWorld-LM-124M prompts=4 group=8
 local rook = require("rook")
@@ -13,12 +14,12 @@ local cfg = rook.config({
   adamw = { lr = 5e-5 },
   reward = { malformed = -0.3 },
   stockfish = { depth = 8, workers = 2 },
-}, { prompts = "integer >= 1", env_fraction = "[0, 1]", overfit_steps = "integer >= 1", overfit_lr = "> 0" })
+}, { prompts = "integer >= 1", env_fraction = "[0, 1]", overfit_steps = "integer >= 2", overfit_lr = "> 0" })
 
-local failures = 0
+local failed = {}
 -- report(ok, name, detail): ok is true (PASS), false (FAIL) or "skip" (not checkable here).
 local function report(ok, name, detail)
-  if not ok then failures = failures + 1 end
+  if not ok then failed[#failed + 1] = name end
   local mark = ok == "skip" and "SKIP" or (ok and "PASS" or "FAIL")
   print(string.format("%s  %-44s %s", mark, name, detail or ""))
 end
@@ -69,9 +70,10 @@ else
          #zero == 0 and string.format("grad norm %.3g", m.grad_norm or 0) or "zero in " .. table.concat(zero, ", "))
 end
 
--- Overfit: the same prompts again and again with a larger learning rate; the reward should rise.
+-- Overfit: the same prompts again and again with a larger learning rate; the reward should rise
+-- by more than noise. Equal rewards within every group give no gradient: then nothing can rise.
 opt:set_lr(cfg.overfit_lr)
-local first, last
+local first, last, signal = nil, nil, false
 for step = 1, cfg.overfit_steps do
   cfg.rollout.seed = cfg.seed + step
   local b = policy:rollout(prompts, cfg.rollout)
@@ -80,7 +82,15 @@ for step = 1, cfg.overfit_steps do
   print(string.format("      overfit step %d: reward %.3f  kl %.4f", step, om.reward, om.kl or 0))
   first = first or om.reward
   last = om.reward
+  signal = signal or om.frac_reward_zero_std < 1 -- a group whose rewards differ
 end
-report(last > first, "overfitting one batch raises the reward", string.format("%.3f → %.3f", first, last))
-print(failures == 0 and "all checks passed" or string.format("%d check(s) failed", failures))
-return { failures = failures }
+local MIN_GAIN = 0.01 -- a hundredth of a reward: a smaller rise is no evidence that the updates work
+if not signal then
+  report("skip", "overfitting one batch raises the reward", "no reward signal: every group's rewards were equal")
+else
+  report(last > first + MIN_GAIN, "overfitting one batch raises the reward",
+         string.format("%.3f → %.3f (want a rise > %.2f)", first, last, MIN_GAIN))
+end
+assert(#failed == 0, string.format("diagnose: %d check(s) failed: %s", #failed, table.concat(failed, "; ")))
+print("all checks passed")
+return { failures = 0 }

@@ -18,6 +18,7 @@ local cfg = rook.config({
   steps = 60, prompts = 8, kl_warmup = 10, kl_schedule = "linear", mem_budget = "", -- "": half the RAM
   positions = "generator", min_ply = 2, max_ply = 20, env_fraction = 0.5, -- or a FEN/EPD/PGN/text file
   eval_size = 256, eval_every = 0, save_every = 10, keep = 3,
+  samples = 4, print_sample_every = 0, -- completions per step in samples.jsonl; print one every N steps
   -- T=0.7: the small default model's T=1 samples are mostly malformed, with little signal.
   rollout = { group = 8, max_new_tokens = 72, temperature = 0.7 },
   grpo = { beta = 0.05, kl_clamp = 10 }, -- k3 is unbounded: one rare token can be a batch's KL
@@ -26,8 +27,11 @@ local cfg = rook.config({
   stockfish = { depth = 8, workers = 2 },
   recovery = { lr_factor = 0.5, rollback_after = 2, stop_after = 5, kl_stop = 2.0 },
 }, { steps = "integer >= 1", prompts = "integer >= 1", threads = "integer >= 0", env_fraction = "[0, 1]",
-     min_ply = "integer >= 0", max_ply = "integer >= 0", kl_warmup = "integer >= 0", eval_size = "integer >= 1",
-     kl_schedule = "one of constant, linear, step", eval_every = "integer >= 0", save_every = "integer >= 1", keep = "integer >= 1" })
+     kl_warmup = "integer >= 0", kl_schedule = "one of constant, linear, step", eval_size = "integer >= 1",
+     eval_every = "integer >= 0", save_every = "integer >= 1", keep = "integer >= 1",
+     samples = "integer >= 0", print_sample_every = "integer >= 0",
+     -- The data a run draws from cannot change when it is resumed.
+     positions = "fixed", min_ply = "integer >= 0, fixed", max_ply = "integer >= 0, fixed" })
 
 local sf = assert(rook.stockfish(cfg.stockfish))
 local policy = assert(rook.load(cfg.model, { device = cfg.device, threads = cfg.threads, engine = sf }))
@@ -48,7 +52,7 @@ local evalset = evalkit.set(source(cfg.seed + 200), cfg.eval_size)
 local held_out = cur.exclude(evalset)
 local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume,
   policy = policy, ref = ref, opt = opt, data = data, steps = cfg.steps, save_every = cfg.save_every, keep = cfg.keep,
-  best = "eval/reward_mean", fixed = { "positions", "min_ply", "max_ply" } })
+  best = "eval/reward_mean", samples = cfg.samples, print_sample_every = cfg.print_sample_every })
 local rec, state = recovery.new(cfg.recovery), run:state()
 rec:restore(state.recovery)
 local function evaluate(step)
@@ -57,6 +61,7 @@ local function evaluate(step)
   return m
 end
 local before, beta = state.before or evaluate(run.step), cfg.grpo.beta
+local after = state.after_step == run.step and state.after or nil -- a finished run, resumed: its last evaluation
 
 -- run.step is the step of the policy's weights: a rollback sets it back, and the steps after
 -- the checkpoint run again (with the recovery policy's lower learning rate).
@@ -67,14 +72,18 @@ while run.step < cfg.steps do
   rook.reward.chess(batch, cfg.reward, sf)
   cfg.grpo.beta = sched.kl_warmup(step, beta, cfg.kl_warmup, cfg.kl_schedule)
   local m = rook.grpo.step(policy, ref, opt, batch, cfg.grpo)
-  run:log(step, m)
+  run:log(step, m, batch) -- metrics, and a few completions to samples.jsonl
   local action = rec:check(step, m, { run = run, opt = opt })
   if action == "stop" then run:stop(rec:report()) break end
-  local last = action ~= "rollback" and cfg.eval_every > 0 and step % cfg.eval_every == 0 and evaluate(step) or nil
+  local due = cfg.eval_every > 0 and step % cfg.eval_every == 0 or step == cfg.steps
+  local last = action ~= "rollback" and due and evaluate(step) or nil
+  after = step == cfg.steps and last or nil
   -- Due every save_every steps, at the last step, and after Ctrl-C (the save then ends the run).
   if action ~= "rollback" and run:save_due(step) then
-    run:save(step, { state = { before = before, recovery = rec:state() }, metrics = last and { ["eval/reward_mean"] = last.reward_mean } })
+    run:save(step, { state = { before = before, recovery = rec:state(), after = after, after_step = after and step },
+                     metrics = last and { ["eval/reward_mean"] = last.reward_mean } })
   end
 end
 
-return evalkit.report(before, evaluate(run.step)) -- prints the table; returns {before=, after=, verdict=}
+-- Evaluated at the last step (so checkpoints/BEST is its checkpoint), or where the run stopped.
+return evalkit.report(before, after or evaluate(run.step)) -- prints the table; returns {before=, after=, verdict=}

@@ -8,7 +8,7 @@
 local rook = require("rook")
 local sftloop = require("sftloop")
 
-local cfg = rook.config{
+local cfg = rook.config({
   model = "random:small",       -- the starting point: a named random architecture or a checkpoint
   data = "generate", rows = 6000, env_fraction = 0.5, data_seed = 1,
   steps = 400, batch = 16, mem_budget = "", -- micro-batches from mem_budget ("" = half the RAM, "0.25", "8GB")
@@ -17,7 +17,9 @@ local cfg = rook.config{
   -- Warm-up, then cosine down to lr·lr_min_ratio at the last step.
   adamw = { lr = 2e-3, lr_warmup = 20, lr_schedule = "cosine", lr_min_ratio = 0.05 },
   sft = { loss_on = "completion", max_grad_norm = 1.0 },
-}
+}, { -- the data a run learns from cannot change when it is resumed
+  data = "fixed", data_seed = "fixed", rows = "fixed", env_fraction = "fixed", ["stockfish.depth"] = "fixed",
+})
 
 local policy = assert(rook.load(cfg.model, { device = cfg.device }))
 local data_path = cfg.data
@@ -37,8 +39,7 @@ local data = assert(rook.positions{ path = data_path, loop = true })
 cfg.adamw.total_updates = cfg.steps
 local opt = rook.adamw(policy, cfg.adamw)
 local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume,
-                             policy = policy, opt = opt, data = data, steps = cfg.steps, save_every = cfg.save_every,
-                             fixed = { "data", "data_seed", "rows", "env_fraction", "stockfish.depth" } })
+                             policy = policy, opt = opt, data = data, steps = cfg.steps, save_every = cfg.save_every })
 sftloop.train{
   model = policy, opt = opt, data = data, steps = cfg.steps, batch = cfg.batch, sft = cfg.sft,
   mem_budget = cfg.mem_budget, start = run.step, say = rook.log,

@@ -3,6 +3,8 @@
 //
 //	rookscript FILE.lua [key=value ...]   run a recipe with config overrides
 //	rookscript                            interactive REPL
+//	rookscript plot RUN_DIR...            PNG of runs' metrics over steps (plot.go)
+//	rookscript samples RUN_DIR            the completions a run logged (samples.go)
 //	rookscript version                    print the version
 //
 // A recipe runs confined (no processes, no native code, files only where the run needs them)
@@ -40,6 +42,8 @@ Usage:
                                                   run a recipe; key=value overrides its config
   rookscript                                      interactive REPL
   rookscript plot RUN_DIR... [-o OUT.png] [-f]    PNG of runs' metrics over steps, overlaid
+  rookscript samples RUN_DIR [--step N | --last K]
+                                                  print the completions a run logged
   rookscript version                              print the version
   rookscript --help                               this help
 
@@ -90,6 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "plot":
 		return runPlot(args[1:], stdout, stderr)
+	case "samples":
+		return runSamples(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "rookscript", version)
 		return 0

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	byteorder "encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"image/color"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,30 +20,37 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/rookscript/rookscript/engine/atomicfile"
 )
 
 const plotUsage = `Usage: rookscript plot RUN_DIR [RUN_DIR ...] [-o OUT.png] [-f]
 
-Writes one PNG of the runs' metrics.jsonl over steps: reward (mean ± std), KL, ratio mean,
-clip fraction, gradient norm and the eval/* metrics. Several runs overlay, one colour each,
-named by their directory's base name. Reading a run needs no lock: a running run can be
-plotted.
+Writes one PNG of the runs' metrics.jsonl over steps, a panel for each quantity some run
+logged: reward (mean ± std, and eval/reward_mean), loss and pg_loss, KL (mean and per-token
+max), learning rate, entropy, clip ratios, gradient norm, tokens/s, batch shares (truncated
+completions, groups with no reward spread, clamped KL) and the evaluation shares of P: and
+A: answers. Shares are drawn on a 0–1 axis. Several runs overlay, one colour each, named by
+the settings in which their config.json files differ (adamw.lr=1e-4, grpo.beta=0), or else
+by their directory's name. An argument that is not a run directory (no metrics.jsonl) is
+skipped with a note. Reading a run needs no lock: a running run can be plotted.
 
 Output: RUN_DIR/metrics.png for one run (the run's own figure, redrawn each time);
-compare.png beside the first run directory for several; or -o OUT.png. An existing file
-other than a run's own metrics.png is not replaced unless -f is given.
+compare.png beside the first run directory for several (redrawn each time, unless a
+compare.png there is not one plot drew); or -o OUT.png. An existing file other than plot's
+own figure is not replaced unless -f is given.
 `
 
-// Figure geometry: a legend strip naming the runs above a 3×2 grid of panels.
+// Figure geometry: a strip naming the runs above a grid of panels, at most maxCols wide.
 const (
-	figW, figH = 15 * vg.Inch, 8.5 * vg.Inch
-	figDPI     = 100
-	headerH    = 0.45 * vg.Inch
-	gridCols   = 3
-	gridRows   = 2
+	panelW, panelH = 4.6 * vg.Inch, 3.2 * vg.Inch
+	figDPI         = 100
+	maxCols        = 4
+	maxLabelKeys   = 4 // settings named in a run's label; more are counted ("+2 more")
 )
 
 // runPalette is matplotlib's tab10: distinct, familiar from other training dashboards.
@@ -67,7 +77,7 @@ type plotRun struct {
 
 // runPlot implements `rookscript plot`; exit codes follow run's: 0 ok, 1 error, 2 usage.
 func runPlot(args []string, stdout, stderr io.Writer) int {
-	dirs, out, force, help, err := parsePlotArgs(args)
+	args, out, force, help, err := parsePlotArgs(args)
 	if help {
 		fmt.Fprint(stdout, plotUsage)
 		return 0
@@ -76,35 +86,37 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rookscript plot: %v\n\n%s", err, plotUsage)
 		return 2
 	}
-	own := out == "" && len(dirs) == 1 // the run's own metrics.png, replaced without -f
+	// A shell glob such as runs/ablate/* also matches an earlier compare.png: an argument
+	// that is not a run is passed over with a note; only having no run left is an error (2).
+	var dirs []string
+	for _, a := range args {
+		if why := notARun(a); why != "" {
+			fmt.Fprintf(stderr, "rookscript plot: skipping %s: %s\n", a, why)
+			continue
+		}
+		dirs = append(dirs, a)
+	}
+	if len(dirs) == 0 {
+		fmt.Fprintln(stderr, "rookscript plot: no run to plot: no argument is a run directory with a metrics.jsonl")
+		return 2
+	}
+	own := out == "" // the default output: plot's own figure
 	if out == "" {
 		out = filepath.Join(filepath.Dir(filepath.Clean(dirs[0])), "compare.png")
-		if own {
+		if len(dirs) == 1 {
 			out = filepath.Join(dirs[0], "metrics.png")
 		}
 	}
-	if _, err := os.Stat(out); err == nil && !own && !force {
+	// A run's metrics.png is its own; a compare.png is redrawn when plot drew it.
+	if _, err := os.Stat(out); err == nil && !force && !(own && (len(dirs) == 1 || plotWrote(out))) {
 		fmt.Fprintf(stderr, "rookscript plot: %s already exists; pass -f to replace it, or -o to write elsewhere\n", out)
 		return 2
 	}
-	// A directory that is missing or holds no metrics.jsonl is a wrong argument (2); a log
-	// that exists but cannot be read or parsed is bad data (1).
-	paths := make([]string, len(dirs))
-	for i, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			fmt.Fprintf(stderr, "rookscript plot: run directory %s does not exist\n", d)
-			return 2
-		}
-		paths[i] = filepath.Join(d, "metrics.jsonl")
-		if _, err := os.Stat(paths[i]); errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(stderr, "rookscript plot: %s does not exist (not a run directory, or no step logged yet)\n", paths[i])
-			return 2
-		}
-	}
-	names := runNames(dirs)
+	// A log that exists but cannot be read or parsed is bad data (1).
+	names := runLabels(dirs)
 	runs := make([]plotRun, len(dirs))
-	for i, p := range paths {
-		series, err := readMetricsFile(p, stderr)
+	for i, d := range dirs {
+		series, err := readMetricsFile(filepath.Join(d, "metrics.jsonl"), stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "rookscript plot: %v\n", err)
 			return 1
@@ -117,6 +129,23 @@ func runPlot(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, out)
 	return 0
+}
+
+// notARun says why path is not a run directory to plot, or returns "" when it is one: a
+// directory holding metrics.jsonl. Only absence counts; a log that cannot be read is an
+// error later, not a reason to skip the run.
+func notARun(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "it does not exist"
+	case err == nil && !fi.IsDir():
+		return "not a directory"
+	}
+	if _, err := os.Stat(filepath.Join(path, "metrics.jsonl")); errors.Is(err, fs.ErrNotExist) {
+		return "no metrics.jsonl in it (not a run directory, or no step logged yet)"
+	}
+	return ""
 }
 
 func parsePlotArgs(args []string) (dirs []string, out string, force, help bool, err error) {
@@ -151,6 +180,142 @@ func parsePlotArgs(args []string) (dirs []string, out string, force, help bool, 
 		return nil, "", false, false, fmt.Errorf("output %q: only PNG is written (want a .png name)", out)
 	}
 	return dirs, out, force, false, nil
+}
+
+// runLabels names each run by the settings in which the runs' config.json files differ, in
+// key order ("adamw.lr=1e-4, grpo.beta=0"): what an ablation varied. A run with no readable
+// config.json, or whose label would be empty or another run's too, keeps its directory's
+// name (runNames); a run plotted alone, its path. run_dir always differs and says nothing,
+// so it is left out.
+func runLabels(dirs []string) []string {
+	if len(dirs) == 1 { // alone, a run is named by its path: "02" alone says little
+		return []string{filepath.Clean(dirs[0])}
+	}
+	names := runNames(dirs)
+	cfgs := make([]map[string]string, len(dirs))
+	var have []map[string]string
+	for i, d := range dirs {
+		cfgs[i] = readFlatConfig(filepath.Join(d, "config.json"))
+		if cfgs[i] != nil {
+			have = append(have, cfgs[i])
+		}
+	}
+	if len(have) < 2 {
+		return names
+	}
+	var keys []string // the settings whose value (or presence) differs between the configs
+	for _, c := range have {
+		for k, v := range c {
+			if k == "run_dir" || slices.Contains(keys, k) {
+				continue
+			}
+			for _, o := range have {
+				if w, ok := o[k]; !ok || w != v {
+					keys = append(keys, k)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(keys)
+	labels := make([]string, len(dirs))
+	count := map[string]int{}
+	for i, c := range cfgs {
+		var parts []string
+		for _, k := range keys {
+			if v, ok := c[k]; ok {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		if len(parts) > maxLabelKeys {
+			parts = append(parts[:maxLabelKeys], fmt.Sprintf("+%d more", len(parts)-maxLabelKeys))
+		}
+		labels[i] = strings.Join(parts, ", ")
+		count[labels[i]]++
+	}
+	for i, l := range labels {
+		if l != "" && count[l] == 1 {
+			names[i] = l
+		}
+	}
+	return names
+}
+
+// readFlatConfig reads a run's config.json as dotted keys (grpo.beta) → the value as a label
+// shows it; nil when the file is missing or not a JSON object.
+func readFlatConfig(path string) map[string]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil
+	}
+	flat := map[string]string{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+".", sub)
+				continue
+			}
+			flat[prefix+k] = configValue(v)
+		}
+	}
+	walk("", raw)
+	return flat
+}
+
+// configValue writes a setting compactly: numbers as short as they are exact (1e-4, 0.05),
+// lists as [a, b].
+func configValue(v any) string {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		return shortNumber(f)
+	case string:
+		if x == "" {
+			return `""`
+		}
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = configValue(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// shortNumber is the shorter of f's plain and exponent forms: 0.05, 1e-4, 3e+6.
+func shortNumber(f float64) string {
+	plain, e := strconv.FormatFloat(f, 'f', -1, 64), expNumber(f)
+	if len(e) < len(plain) {
+		return e
+	}
+	return plain
+}
+
+// expNumber writes f in exponent form without the exponent's leading zeros: 1e-4, not 1e-04.
+func expNumber(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	i := strings.IndexByte(e, 'e')
+	return e[:i+2] + strings.TrimLeft(e[i+2:], "0")
 }
 
 // runNames labels runs by base name, adding the parent where two runs share one (a/seed1
@@ -282,49 +447,244 @@ func parseMetricsRecord(text []byte) (int, map[string]float64, error) {
 	return int(step), vals, nil
 }
 
-// panel is one cell of the grid; hasData is false when it shows "no data".
-type panel struct {
+// figure is what plot draws, decided before anything is drawn: the runs (their order is
+// their colour), the panels in grid order and the step range every panel shares.
+type figure struct {
+	runs       []plotRun
+	panels     []figPanel
+	cols, rows int
+	steps      [2]float64
+}
+
+// figPanel is one panel of the grid.
+type figPanel struct {
 	title   string
-	plot    *plot.Plot
-	hasData bool
+	share   bool     // every metric is a fraction: the y axis is [0, 1]
+	metrics []string // the metrics some run logged, in key order; the key names them when several
+	band    string   // the std of metrics[0], drawn as a mean ± std band under it; or ""
+	trim    string   // the prefix the key leaves off metric names
 }
 
-// buildPanels lays out the fixed panels. Ratio mean (≈1) and clip fraction (≈0) get a
-// panel each: on one axis, either one's movement would be flattened by the other's offset.
-func buildPanels(runs []plotRun) []panel {
-	return []panel{
-		rewardPanel(runs),
-		metricPanel(runs, "KL", "kl"),
-		metricPanel(runs, "ratio mean", "ratio/mean"),
-		metricPanel(runs, "clip fraction", "clip_ratio/region_mean"),
-		metricPanel(runs, "gradient norm", "grad_norm"),
-		evalPanel(runs),
+// panelDef is a panel drawn when any run logged one of its metrics.
+type panelDef struct {
+	title   string
+	share   bool
+	metrics []string // by name, in this order
+	under   string   // then every metric under this prefix (sorted) no earlier panel drew
+	band    string
+	trim    string
+}
+
+// panelDefs are the panels in grid order. Values of different units never share an axis: a
+// count (eval/p_count ≈ 128) on the shares' axis flattens every share to 0, and kl/max (up
+// to kl_clamp) on kl's flattens the mean. Counts are left out; the eval panels' titles give
+// n. Eval metrics are sparse (every eval_every steps) and drawn with glyphs.
+var panelDefs = []panelDef{
+	{title: "reward (mean ± std)", metrics: []string{"reward", "eval/reward_mean"}, band: "reward_std"},
+	{title: "loss", metrics: []string{"loss", "pg_loss"}},
+	{title: "KL (kl)", metrics: []string{"kl"}},
+	{title: "KL, per-token max", metrics: []string{"kl/max", "kl/first_max"}, under: "kl/"},
+	{title: "learning rate (lr)", metrics: []string{"lr"}},
+	{title: "entropy", metrics: []string{"entropy"}},
+	{title: "gradient norm (grad_norm)", metrics: []string{"grad_norm"}},
+	{title: "tokens/s (tokens_per_sec)", metrics: []string{"tokens_per_sec"}},
+	{title: "clip ratios (clip_ratio/*)", share: true, trim: "clip_ratio/",
+		metrics: []string{"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}},
+	{title: "batch shares", share: true,
+		metrics: []string{"completions/clipped_ratio", "frac_reward_zero_std", "kl/clamped_ratio"}},
+	{title: "eval: P: shares", share: true, under: "eval/p_", trim: "eval/"},
+	{title: "eval: A: shares", share: true, under: "eval/a_", trim: "eval/"},
+	{title: "eval: other", under: "eval/", trim: "eval/"},
+}
+
+// buildFigure lays out the panels for runs: each panel of panelDefs that some run has a
+// metric for, in a grid at most maxCols wide.
+func buildFigure(runs []plotRun) figure {
+	present := map[string]bool{}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range runs {
+		for m, pts := range r.series {
+			present[m] = true
+			lo = math.Min(lo, float64(pts[0].step))
+			hi = math.Max(hi, float64(pts[len(pts)-1].step))
+		}
 	}
+	var under []string // every metric, sorted, for the prefix matches
+	for m := range present {
+		under = append(under, m)
+	}
+	slices.Sort(under)
+
+	named := map[string]bool{} // a metric a panel names goes there, not under another's prefix
+	for _, d := range panelDefs {
+		for _, m := range d.metrics {
+			named[m] = true
+		}
+	}
+	drawn := map[string]bool{}
+	fig := figure{runs: runs, steps: [2]float64{lo, hi}}
+	for _, d := range panelDefs {
+		var ms []string
+		for _, m := range d.metrics {
+			if present[m] && !drawn[m] {
+				ms = append(ms, m)
+			}
+		}
+		for _, m := range under {
+			if d.under == "" || !strings.HasPrefix(m, d.under) || drawn[m] || named[m] {
+				continue
+			}
+			if isCount(m) || d.share && !isShare(runs, m) {
+				continue
+			}
+			ms = append(ms, m)
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		for _, m := range ms {
+			drawn[m] = true
+		}
+		title := d.title
+		if d.under != "" {
+			if n, ok := lastCount(runs, d.under+"count"); ok {
+				title += fmt.Sprintf(" (n = %g)", n)
+			}
+		}
+		fig.panels = append(fig.panels, figPanel{title: title, share: d.share, metrics: ms, band: d.band, trim: d.trim})
+	}
+	n := len(fig.panels)
+	switch {
+	case n <= 3:
+		fig.cols = max(n, 1)
+	case n == 4:
+		fig.cols = 2
+	case n == 5 || n == 6 || n == 9:
+		fig.cols = 3
+	default:
+		fig.cols = maxCols
+	}
+	fig.rows = max((n+fig.cols-1)/fig.cols, 1)
+	return fig
 }
 
-// newPanel starts a panel: grid lines first so they lie under the data, or, when no run
-// has data for it, a "no data" note in place of axes.
-func newPanel(title string, hasData bool) panel {
+// isCount reports a metric that counts items (eval/p_count): not a share, not plotted.
+func isCount(metric string) bool { return strings.HasSuffix(metric, "_count") }
+
+// isShare reports whether every value any run logged for metric lies in [0, 1].
+func isShare(runs []plotRun, metric string) bool {
+	for _, r := range runs {
+		for _, pt := range r.series[metric] {
+			if pt.v < 0 || pt.v > 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lastCount is the last logged value of a count metric when every run that logged it ends
+// on the same value.
+func lastCount(runs []plotRun, metric string) (float64, bool) {
+	n, ok := 0.0, false
+	for _, r := range runs {
+		pts := r.series[metric]
+		if len(pts) == 0 {
+			continue
+		}
+		if v := pts[len(pts)-1].v; ok && v != n {
+			return 0, false
+		} else {
+			n, ok = v, true
+		}
+	}
+	return n, ok
+}
+
+// seriesStyle is how metric j of a panel is drawn for run i. With one run, colour tells the
+// metrics apart; with several, colour is the run and the dash (and glyph) is the metric.
+func seriesStyle(fig figure, i, j int, metric string) (draw.LineStyle, draw.GlyphDrawer) {
+	ls := draw.LineStyle{Color: runColor(i), Width: vg.Points(1.5), Dashes: plotutil.Dashes(j)}
+	if len(fig.runs) == 1 {
+		ls.Color, ls.Dashes = runColor(j), nil
+	}
+	var glyph draw.GlyphDrawer
+	if strings.HasPrefix(metric, "eval/") {
+		glyph = plotutil.Shape(j)
+	}
+	return ls, glyph
+}
+
+// keyEntry is one metric in a panel's key.
+type keyEntry struct {
+	label string
+	line  draw.LineStyle
+	glyph draw.GlyphDrawer // or nil
+}
+
+// panelKey is the key of a panel with several metrics; nil for one metric. With several
+// runs its samples are grey: each stands for the metric in every run's colour.
+func panelKey(fig figure, fp figPanel) []keyEntry {
+	if len(fp.metrics) < 2 {
+		return nil
+	}
+	key := make([]keyEntry, len(fp.metrics))
+	for j, m := range fp.metrics {
+		ls, glyph := seriesStyle(fig, 0, j, m)
+		if len(fig.runs) > 1 {
+			ls.Color = color.Gray{0x40}
+		}
+		key[j] = keyEntry{label: strings.TrimPrefix(m, fp.trim), line: ls, glyph: glyph}
+	}
+	return key
+}
+
+// newPanelPlot draws a panel's series into a plot: bands first, so every line lies over
+// every band, grid lines under both.
+func newPanelPlot(fig figure, fp figPanel) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = title
-	if !hasData {
-		p.HideAxes()
-		p.Add(noData{})
-	} else {
-		p.X.Label.Text = "step"
-		p.X.Tick.Marker = readableTicks{integer: true}
-		p.Y.Tick.Marker = readableTicks{}
-		grid := plotter.NewGrid()
-		grid.Vertical.Color = color.Gray{0xe0}
-		grid.Horizontal.Color = color.Gray{0xe0}
-		p.Add(grid)
+	p.X.Tick.Marker = readableTicks{integer: true}
+	p.Y.Tick.Marker = readableTicks{}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = color.Gray{0xe0}
+	grid.Horizontal.Color = color.Gray{0xe0}
+	p.Add(grid)
+	for i, r := range fig.runs {
+		if fp.band == "" {
+			break
+		}
+		if band := stdBand(r.series[fp.metrics[0]], r.series[fp.band]); band != nil {
+			ls, _ := seriesStyle(fig, i, 0, fp.metrics[0])
+			c := color.RGBAModel.Convert(ls.Color).(color.RGBA)
+			alpha := uint8(0x40)
+			if len(fig.runs) > 1 { // lighter, so that where bands overlap each still shows
+				alpha = 0x28
+			}
+			band.Color = color.NRGBA{c.R, c.G, c.B, alpha}
+			band.LineStyle.Width = 0
+			p.Add(band)
+		}
 	}
-	return panel{title: title, plot: p, hasData: hasData}
-}
-
-// hasSeries reports whether any run logged metric.
-func hasSeries(runs []plotRun, metric string) bool {
-	return slices.ContainsFunc(runs, func(r plotRun) bool { return len(r.series[metric]) > 0 })
+	for j, m := range fp.metrics {
+		for i, r := range fig.runs {
+			if pts := r.series[m]; len(pts) > 0 {
+				ls, glyph := seriesStyle(fig, i, j, m)
+				addSeries(p, pts, ls, glyph)
+			}
+		}
+	}
+	p.X.Min, p.X.Max = fig.steps[0], fig.steps[1]
+	switch {
+	case fp.share:
+		p.Y.Min, p.Y.Max = 0, 1
+	case p.Y.Min == p.Y.Max: // a constant: centre it rather than plot.Axis's ±1 (lr = 1e-4)
+		pad := math.Abs(p.Y.Min) * 0.1
+		if pad == 0 {
+			pad = 1
+		}
+		p.Y.Min, p.Y.Max = p.Y.Min-pad, p.Y.Max+pad
+	}
+	return p
 }
 
 func xys(pts []metricPoint) plotter.XYs {
@@ -335,51 +695,21 @@ func xys(pts []metricPoint) plotter.XYs {
 	return out
 }
 
-// addSeries draws pts as a line in clr; a lone point gets a glyph so it is not invisible.
-func addSeries(p *plot.Plot, pts []metricPoint, clr color.Color, dashes []vg.Length, glyph draw.GlyphDrawer) {
+// addSeries draws pts as a line; a lone point gets a glyph so it is not invisible.
+func addSeries(p *plot.Plot, pts []metricPoint, ls draw.LineStyle, glyph draw.GlyphDrawer) {
 	line, points, err := plotter.NewLinePoints(xys(pts))
 	if err != nil { // only for non-finite values, which readMetricsFile drops
 		return
 	}
-	line.Color, line.Width, line.Dashes = clr, vg.Points(1.5), dashes
+	line.LineStyle = ls
 	p.Add(line)
 	if glyph != nil || len(pts) == 1 {
 		if glyph == nil {
 			glyph = draw.CircleGlyph{}
 		}
-		points.Color, points.Shape, points.Radius = clr, glyph, vg.Points(2.5)
+		points.Color, points.Shape, points.Radius = ls.Color, glyph, vg.Points(2.5)
 		p.Add(points)
 	}
-}
-
-func metricPanel(runs []plotRun, title, metric string) panel {
-	pn := newPanel(title, hasSeries(runs, metric))
-	for i, r := range runs {
-		if pts := r.series[metric]; len(pts) > 0 {
-			addSeries(pn.plot, pts, runColor(i), nil, nil)
-		}
-	}
-	return pn
-}
-
-func rewardPanel(runs []plotRun) panel {
-	pn := newPanel("reward (mean ± std)", hasSeries(runs, "reward"))
-	p := pn.plot
-	// Bands first, so every run's mean line is drawn over every band.
-	for i, r := range runs {
-		if band := stdBand(r.series["reward"], r.series["reward_std"]); band != nil {
-			c := runColor(i)
-			band.Color = color.NRGBA{c.R, c.G, c.B, 0x40}
-			band.LineStyle.Width = 0
-			p.Add(band)
-		}
-	}
-	for i, r := range runs {
-		if pts := r.series["reward"]; len(pts) > 0 {
-			addSeries(p, pts, runColor(i), nil, nil)
-		}
-	}
-	return pn
 }
 
 // stdBand returns the polygon mean±std over the steps that log both, or nil.
@@ -404,47 +734,6 @@ func stdBand(mean, std []metricPoint) *plotter.Polygon {
 		return nil
 	}
 	return poly
-}
-
-// evalPanel overlays every eval/* metric: colour says which run, dash and glyph say which
-// metric, listed in the panel's own legend.
-func evalPanel(runs []plotRun) panel {
-	var metrics []string
-	for _, r := range runs {
-		for k := range r.series {
-			if strings.HasPrefix(k, "eval/") && !slices.Contains(metrics, k) {
-				metrics = append(metrics, k)
-			}
-		}
-	}
-	slices.Sort(metrics)
-	pn := newPanel("evaluation (eval/*)", len(metrics) > 0)
-	p := pn.plot
-	for j, m := range metrics {
-		for i, r := range runs {
-			if pts := r.series[m]; len(pts) > 0 {
-				addSeries(p, pts, runColor(i), plotutil.Dashes(j), plotutil.Shape(j))
-			}
-		}
-		// The legend key is drawn in grey: it stands for the metric in every run's colour.
-		key, glyph, _ := plotter.NewLinePoints(plotter.XYs{{}})
-		key.Color, key.Width, key.Dashes = color.Gray{0x40}, vg.Points(1.5), plotutil.Dashes(j)
-		glyph.Color, glyph.Shape, glyph.Radius = color.Gray{0x40}, plotutil.Shape(j), vg.Points(2.5)
-		p.Legend.Add(strings.TrimPrefix(m, "eval/"), key, glyph)
-	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.ThumbnailWidth = vg.Points(24)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	p.Legend.XOffs = vg.Points(6)
-	// Headroom above the data so the legend does not cover it.
-	span := p.Y.Max - p.Y.Min
-	if span == 0 {
-		span = math.Max(math.Abs(p.Y.Max), 1)
-	}
-	if len(metrics) > 0 {
-		p.Y.Max += span * 0.09 * float64(len(metrics))
-	}
-	return pn
 }
 
 // readableTicks is plot.DefaultTicks with labels given as many decimals as the tick spacing
@@ -490,8 +779,8 @@ func (rt readableTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 		p := math.Pow(10, float64(dec))
 		v := math.Round(t.Value*p) / p
-		if dec > 4 { // 0.0000025 reads better as 2.5e-06
-			ts[i].Label = strconv.FormatFloat(v, 'g', -1, 64)
+		if dec > 4 { // 0.0000025 reads better as 2.5e-6; every label alike: 4e-5, 1.6e-4
+			ts[i].Label = expNumber(v)
 		} else {
 			ts[i].Label = strconv.FormatFloat(v, 'f', dec, 64)
 		}
@@ -499,89 +788,199 @@ func (rt readableTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// noData writes "no data" in the middle of an empty panel.
-type noData struct{}
+// Text and spacing of the figure's own drawing: the run legend on top, each panel's title
+// and key.
+var (
+	runLegendFont = vg.Points(12)
+	keyFont       = vg.Points(9.5)
+	keySample     = vg.Points(22) // the length of a key's line sample
+	titleGap      = vg.Points(6)  // between a panel's data and its key (or title)
+	figTiles      = draw.Tiles{
+		PadX: vg.Points(26), PadY: vg.Points(20),
+		PadTop: vg.Points(4), PadBottom: vg.Points(8), PadLeft: vg.Points(10), PadRight: vg.Points(20),
+	}
+)
 
-func (noData) Plot(c draw.Canvas, p *plot.Plot) {
-	sty := p.Title.TextStyle
-	sty.Color = color.Gray{0x80}
-	sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
-	c.FillText(sty, c.Center(), "no data")
+func textStyle(size vg.Length, xAlign draw.XAlignment) text.Style {
+	sty := plot.New().Legend.TextStyle
+	sty.Font.Size = size
+	sty.XAlign, sty.YAlign = xAlign, draw.YCenter
+	return sty
 }
 
-// writePlot renders the figure and writes it to out through a temporary file, so a failed
-// write never leaves a half-written PNG under out's name.
+// wrapEntries splits entries of the given widths into lines no wider than width, gap apart.
+func wrapEntries(widths []vg.Length, gap, width vg.Length) [][]int {
+	var lines [][]int
+	var used vg.Length
+	for i, w := range widths {
+		if n := len(lines); n > 0 && used+gap+w <= width {
+			lines[n-1] = append(lines[n-1], i)
+			used += gap + w
+			continue
+		}
+		lines = append(lines, []int{i})
+		used = w
+	}
+	return lines
+}
+
+// writePlot renders the figure and writes it to out atomically, so a failed write never
+// leaves a half-written PNG under out's name. The PNG says it is plot's (pngSoftware).
 func writePlot(runs []plotRun, out string) error {
-	img := vgimg.NewWith(vgimg.UseWH(figW, figH), vgimg.UseDPI(figDPI), vgimg.UseBackgroundColor(color.White))
-	dc := draw.New(img)
-
-	header := dc
-	header.Min.Y = dc.Max.Y - headerH
-	drawRunLegend(header, runs)
-
-	body := dc
-	body.Max.Y -= headerH
-	panels := buildPanels(runs)
-	grid := make([][]*plot.Plot, gridRows)
-	for r := range grid {
-		grid[r] = make([]*plot.Plot, gridCols)
-		for c := range grid[r] {
-			grid[r][c] = panels[r*gridCols+c].plot
-		}
-	}
-	tiles := draw.Tiles{
-		Rows: gridRows, Cols: gridCols,
-		PadX: vg.Points(24), PadY: vg.Points(24),
-		PadTop: vg.Points(6), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(18),
-	}
-	cells := plot.Align(grid, tiles, body)
-	for r := range grid {
-		for c := range grid[r] {
-			grid[r][c].Draw(cells[r][c])
-		}
-	}
-
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".plot-*.png")
-	if err != nil {
+	img := drawFigure(buildFigure(runs))
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
+	if err := atomicfile.WriteBytes(out, signPNG(buf.Bytes())); err != nil {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	return nil
 }
 
-// drawRunLegend draws one colour swatch and name per run, in a centred row.
-func drawRunLegend(c draw.Canvas, runs []plotRun) {
-	sty := plot.New().Legend.TextStyle
-	sty.Font.Size = vg.Points(12)
-	sty.XAlign, sty.YAlign = draw.XLeft, draw.YCenter
-	swatch, gap, pad := vg.Points(22), vg.Points(6), vg.Points(22)
-	var total vg.Length
-	for i, r := range runs {
-		if i > 0 {
-			total += pad
+// pngSoftware is the tEXt chunk plot puts in its PNGs, so that a later plot knows a
+// compare.png as its own figure to redraw, not someone's file to keep.
+var pngSoftware = pngChunk("tEXt", []byte("Software\x00rookscript plot"))
+
+// signPNG inserts pngSoftware after the PNG's header chunk (8-byte signature, then IHDR: 25
+// bytes), where readers expect ancillary chunks.
+func signPNG(b []byte) []byte {
+	const afterIHDR = 8 + 25
+	if len(b) < afterIHDR {
+		return b
+	}
+	return slices.Concat(b[:afterIHDR], pngSoftware, b[afterIHDR:])
+}
+
+// plotWrote reports whether path is a PNG plot wrote.
+func plotWrote(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 33+len(pngSoftware))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false
+	}
+	return bytes.Equal(head[33:], pngSoftware)
+}
+
+// pngChunk is one PNG chunk: length, type, data, CRC-32 of type and data.
+func pngChunk(typ string, data []byte) []byte {
+	b := byteorder.BigEndian.AppendUint32(nil, uint32(len(data)))
+	b = append(append(b, typ...), data...)
+	return byteorder.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[4:]))
+}
+
+// drawFigure draws the run legend, then the panels on a grid whose data areas all have one
+// size (plot.Align). Each panel's title and key are drawn in a strip above its data, which
+// the plot keeps free with a blank title of the strip's height.
+func drawFigure(fig figure) *vgimg.Canvas {
+	w := panelW * vg.Length(fig.cols)
+	legendSty := textStyle(runLegendFont, draw.XLeft)
+	widths := make([]vg.Length, len(fig.runs))
+	for i, r := range fig.runs {
+		widths[i] = legendSty.Width(r.name)
+		if len(fig.runs) > 1 { // one run has no swatch: its colours tell metrics apart
+			widths[i] += keySample + vg.Points(6)
 		}
-		total += swatch + gap + sty.Width(r.name)
 	}
-	x := c.Center().X - total/2
-	y := c.Center().Y
-	for i, r := range runs {
-		ls := draw.LineStyle{Color: runColor(i), Width: vg.Points(3)}
-		c.StrokeLine2(ls, x, y, x+swatch, y)
-		x += swatch + gap
-		c.FillText(sty, vg.Point{X: x, Y: y}, r.name)
-		x += sty.Width(r.name) + pad
+	runLines := wrapEntries(widths, vg.Points(24), w-vg.Points(40))
+	lineH := legendSty.Height("Xg") * 1.4
+	headerH := vg.Points(10) + lineH*vg.Length(len(runLines))
+	h := headerH + panelH*vg.Length(fig.rows)
+
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(figDPI), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	for l, line := range runLines {
+		var total vg.Length
+		for k, i := range line {
+			if k > 0 {
+				total += vg.Points(24)
+			}
+			total += widths[i]
+		}
+		x, y := dc.Center().X-total/2, dc.Max.Y-vg.Points(8)-lineH*(vg.Length(l)+0.5)
+		for _, i := range line {
+			if len(fig.runs) > 1 {
+				dc.StrokeLine2(draw.LineStyle{Color: runColor(i), Width: vg.Points(3)}, x, y, x+keySample, y)
+				x += keySample + vg.Points(6)
+			}
+			dc.FillText(legendSty, vg.Point{X: x, Y: y}, fig.runs[i].name)
+			x += legendSty.Width(fig.runs[i].name) + vg.Points(24)
+		}
 	}
+
+	body := dc
+	body.Max.Y -= headerH
+	if len(fig.panels) == 0 {
+		sty := textStyle(vg.Points(14), draw.XCenter)
+		sty.Color = color.Gray{0x80}
+		body.FillText(sty, body.Center(), "no metrics logged yet")
+		return img
+	}
+	tiles := figTiles
+	tiles.Rows, tiles.Cols = fig.rows, fig.cols
+	tileW := (w - tiles.PadLeft - tiles.PadRight - tiles.PadX*vg.Length(fig.cols-1)) / vg.Length(fig.cols)
+	keySty := textStyle(keyFont, draw.XLeft)
+	keyLineH := keySty.Height("Xg") * 1.35
+
+	grid := make([][]*plot.Plot, fig.rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, fig.cols)
+	}
+	keyLines := make([][][]int, len(fig.panels))
+	keys := make([][]keyEntry, len(fig.panels))
+	for k, fp := range fig.panels {
+		p := newPanelPlot(fig, fp)
+		keys[k] = panelKey(fig, fp)
+		kw := make([]vg.Length, len(keys[k]))
+		for j, e := range keys[k] {
+			kw[j] = keySample + vg.Points(4) + keySty.Width(e.label)
+		}
+		keyLines[k] = wrapEntries(kw, vg.Points(12), tileW-vg.Points(50)) // less the y axis
+		// Only a panel with nothing below it labels its x axis.
+		if k+fig.cols >= len(fig.panels) {
+			p.X.Label.Text = "step"
+		}
+		grid[k/fig.cols][k%fig.cols] = p
+	}
+	// One strip height per row, for the longest key in it, so that titles line up.
+	strip := make([]vg.Length, fig.rows)
+	for k := range fig.panels {
+		strip[k/fig.cols] = max(strip[k/fig.cols], keyLineH*vg.Length(len(keyLines[k])))
+	}
+	for k := range fig.panels {
+		p := grid[k/fig.cols][k%fig.cols]
+		p.Title.Text = " "
+		p.Title.Padding = titleGap + strip[k/fig.cols] + vg.Points(2)
+	}
+	cells := plot.Align(grid, tiles, body)
+	for k, fp := range fig.panels {
+		p, c := grid[k/fig.cols][k%fig.cols], cells[k/fig.cols][k%fig.cols]
+		p.Draw(c)
+		data := p.DataCanvas(c)
+		titleSty := p.Title.TextStyle
+		titleSty.YAlign = draw.YBottom
+		bottom := data.Max.Y + titleGap + strip[k/fig.cols] + vg.Points(2)
+		c.FillText(titleSty, vg.Point{X: (data.Min.X + data.Max.X) / 2, Y: bottom}, fp.title)
+		y := bottom - vg.Points(2) - keyLineH/2
+		for _, line := range keyLines[k] {
+			x := data.Min.X
+			for _, j := range line {
+				e := keys[k][j]
+				c.StrokeLine2(e.line, x, y, x+keySample, y)
+				if e.glyph != nil {
+					c.DrawGlyph(draw.GlyphStyle{Color: e.line.Color, Radius: vg.Points(2.5), Shape: e.glyph},
+						vg.Point{X: x + keySample/2, Y: y})
+				}
+				x += keySample + vg.Points(4)
+				c.FillText(keySty, vg.Point{X: x, Y: y}, e.label)
+				x += keySty.Width(e.label) + vg.Points(12)
+			}
+			y -= keyLineH
+		}
+	}
+	return img
 }

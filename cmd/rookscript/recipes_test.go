@@ -72,11 +72,18 @@ func TestGRPOStableRecipe(t *testing.T) {
 
 func TestOtherRecipes(t *testing.T) {
 	tmp := t.TempDir()
-	out := runRecipe(t, "--quiet", "../../recipes/diagnose.lua", "model=random:tiny", "prompts=2", "group=4",
-		"max_new_tokens=12", "overfit_steps=2", "stockfish.depth=4")
+	var diag, diagErr bytes.Buffer
+	// A random model fails "model is trained": diagnose exits 1, naming the failed checks.
+	if code := run([]string{"--quiet", "../../recipes/diagnose.lua", "model=random:tiny", "prompts=2", "group=4",
+		"max_new_tokens=12", "overfit_steps=2", "stockfish.depth=4"}, &diag, &diagErr); code != 1 ||
+		!strings.Contains(diagErr.String(), "check(s) failed: model is trained, not random") {
+		t.Errorf("diagnose on a random model: exit %d, stderr %q; want 1 naming the failed checks", code, diagErr.String())
+	}
+	out := diag.String()
 	for _, check := range []string{"FAIL  model is trained, not random", "PASS  sampler logprobs = training forward",
 		"PASS  ratio = 1 before the first update", "PASS  KL = 0 to the initial policy",
-		"SKIP  every layer receives a gradient              no reward signal"} {
+		"SKIP  every layer receives a gradient              no reward signal",
+		"SKIP  overfitting one batch raises the reward      no reward signal"} {
 		if !strings.Contains(out, check) {
 			t.Errorf("diagnose output lacks %q:\n%s", check, out)
 		}

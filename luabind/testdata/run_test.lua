@@ -195,4 +195,24 @@ function T.test_config_checks_run_dir()
   rook.config{ run_dir = busy }
 end
 
+-- rook.run_state reads the recipe state of a run's newest checkpoint without opening the run:
+-- while it is open, and after.
+function T.test_run_state()
+  local dir = tmpdir() .. "/r"
+  local policy = rook.load("random:tiny")
+  local run = assert(rook.run{ dir = dir, policy = policy, opt = rook.adamw(policy), steps = 3 })
+  check.eq(select(1, rook.run_state(dir)), nil, "no checkpoint yet")
+  run:save(0, { state = { before = { reward_mean = -0.3, answers = { { reward = -0.3 } } } } })
+  run:save(0, { state = { before = { reward_mean = -0.25 } } })
+  local state, step, name = rook.run_state(dir)
+  check.eq(state.before.reward_mean, -0.25, "the newest checkpoint's state")
+  check.eq(step, 0)
+  check.eq(name, "step-00000000")
+  run:close()
+  check.eq(rook.run_state(dir).before.reward_mean, -0.25, "after the run closed")
+  local none, err = rook.run_state(tmpdir() .. "/missing")
+  check.eq(none, nil)
+  check.truthy(string.find(err, "does not exist", 1, true), err)
+end
+
 return T
