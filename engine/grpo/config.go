@@ -19,8 +19,8 @@ type LossType string
 
 const (
 	LossGRPO   LossType = "grpo"    // mean over each sequence's tokens, then over sequences
-	LossBNPO   LossType = "bnpo"    // sum over tokens / tokens that are not masked
-	LossDAPO   LossType = "dapo"    // sum over tokens / tokens in the minibatch
+	LossBNPO   LossType = "bnpo"    // sum over tokens / tokens that are not masked (TRL: of the device's batch)
+	LossDAPO   LossType = "dapo"    // sum over tokens / tokens that are not masked (TRL: of the global batch)
 	LossDrGRPO LossType = "dr_grpo" // sum over tokens / (sequences × max_new_tokens)
 )
 
@@ -77,9 +77,9 @@ type Config struct {
 	// MaskTruncated leaves completions cut by max_new_tokens out of the loss.
 	MaskTruncated bool `json:"mask_truncated_completions" renamed:"mask_truncated"`
 	// MaskedInDenominator keeps completions left out by drop_zero_std or
-	// mask_truncated_completions in the loss's denominator (their sequences for grpo and
-	// dr_grpo, their tokens for dapo), as TRL's completion mask does; bnpo's denominator never
-	// counts them. False removes them from the denominator too.
+	// mask_truncated_completions in the sequence count of the grpo and dr_grpo losses, as
+	// TRL's completion mask does. False removes them from it too. Token counts (dapo, bnpo)
+	// never count them (TRL's dapo did until v1.9.0, huggingface/trl#6439).
 	MaskedInDenominator bool `json:"masked_in_denominator"`
 
 	// Update.
@@ -92,7 +92,8 @@ type Config struct {
 	// completion of a group is the same, and the recorded logprobs are not what was drawn).
 	AllowGreedy bool `json:"allow_greedy"`
 	// TRLCompat marks a configuration that follows TRL's conventions (see TRLConfig):
-	// Validate refuses a convention setting that contradicts it.
+	// Validate refuses a convention setting that contradicts it, and the zero-std rule is
+	// TRL's (see tie).
 	TRLCompat bool `json:"trl_compat"`
 }
 
@@ -105,10 +106,10 @@ func DefaultConfig() Config {
 		Minibatches: 1, MaxGradNorm: 1}
 }
 
-// TRLConfig returns TRL's defaults and conventions (GRPOConfig of TRL v0.24): the dapo loss,
-// advantages divided by the unbiased (ddof 1) std, masked completions kept in the loss's
-// denominator, and an entropy term (which TRL's loss does not have) weighted by a token mean,
-// the way TRL reports entropy.
+// TRLConfig returns TRL's defaults and conventions (GRPOConfig of TRL v1.9.0): the dapo loss,
+// advantages divided by the unbiased (ddof 1) std, TRL's zero-std rule (torch.isclose(std, 0),
+// see tie), masked completions kept in the grpo and dr_grpo losses' sequence counts, and the
+// entropy term weighted by a token mean, as TRL's entropy_coef.
 func TRLConfig() Config {
 	c := DefaultConfig()
 	c.LossType, c.StdDDOF, c.EntropyAggregation, c.MaskedInDenominator, c.TRLCompat = LossDAPO, 1, EntropyTokenMean, true, true
@@ -167,7 +168,7 @@ func (c Config) Validate() error {
 		case c.EntropyAggregation != t.EntropyAggregation:
 			return fmt.Errorf("grpo: trl_compat = true fixes entropy_aggregation = %q, got %q", t.EntropyAggregation, c.EntropyAggregation)
 		case !c.MaskedInDenominator:
-			return fmt.Errorf("grpo: trl_compat = true fixes masked_in_denominator = true (TRL's completion mask keeps masked completions in the denominator)")
+			return fmt.Errorf("grpo: trl_compat = true fixes masked_in_denominator = true (TRL's grpo and dr_grpo losses count masked completions in their sequence counts)")
 		case c.KLClamp != 0:
 			return fmt.Errorf("grpo: trl_compat = true fixes kl_clamp = 0 (TRL does not bound the KL estimate), got %g", c.KLClamp)
 		}

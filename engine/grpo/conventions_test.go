@@ -3,6 +3,7 @@ package grpo
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,6 +99,58 @@ func TestAdvantageConventions(t *testing.T) {
 	}
 }
 
+// TestZeroStdTie: which groups count as having no reward variance (advantages exactly 0,
+// frac_reward_zero_std, drop_zero_std). This project: std ≤ max(1e-6, 1e-8·max|r|), so
+// noise on the malformed penalty is a tie and a real difference at unit scale is not; with
+// trl_compat, TRL's torch.isclose(std, 0): std ≤ 1e-8 whatever the rewards' size.
+func TestZeroStdTie(t *testing.T) {
+	pm := func(c, d float64) []float64 { return []float64{c + d, c - d, c + d, c - d} }
+	const eps = 1e-4
+	for _, c := range []struct {
+		name     string
+		rewards  []float64
+		tie, trl bool // a tie here, and with trl_compat
+	}{
+		{"equal", []float64{0.5, 0.5, 0.5, 0.5}, true, true},
+		{"equal to rounding", slices.Repeat([]float64{0.7}, 8), true, true},            // std 1.1e-16
+		{"malformed penalty with shaping noise", pm(-0.3, 5e-9), true, true},           // std 5e-9 (TRL's: 5.8e-9)
+		{"large rewards, difference of 1e-9 relative", pm(1000, 1e-6), true, false},    // std 1e-6 (1.15e-6)
+		{"unit rewards, difference under 1e-6", pm(0.5, 5e-7), true, false},            // std 5e-7
+		{"TRL's bound, just inside", pm(0, 8.5e-9), true, true},                        // TRL's std 9.8e-9
+		{"TRL's bound, just outside", pm(0, 9e-9), true, false},                        // TRL's std 1.04e-8
+		{"unit rewards, difference over 1e-6", pm(0.5, 2e-6), false, false},            // std 2e-6
+		{"large rewards, difference over 1e-8 relative", pm(1000, 2e-5), false, false}, // std 2e-5
+		{"a real difference", []float64{1, 0, 0, 0.25}, false, false},
+	} {
+		for _, trl := range []bool{false, true} {
+			cfg, want := DefaultConfig(), c.tie
+			if trl {
+				cfg, want = TRLConfig(), c.trl
+			}
+			adv, zero := Advantages(c.rewards, len(c.rewards), cfg)
+			if zero[0] != want {
+				t.Errorf("%s (trl_compat %v): tie = %v, want %v (std %.3g)", c.name, trl, zero[0], want, std(c.rewards, cfg.StdDDOF))
+				continue
+			}
+			m, s := mean(c.rewards), std(c.rewards, cfg.StdDDOF)
+			for i, a := range adv {
+				w := (c.rewards[i] - m) / (s + eps)
+				if want {
+					w = 0 // exactly: a tie moves nothing (DESIGN §6.4)
+				}
+				if a != w && !(math.Abs(a-w) <= 1e-12*math.Abs(w)) {
+					t.Errorf("%s (trl_compat %v): advantage %d = %.9g, want %.9g", c.name, trl, i, a, w)
+				}
+			}
+		}
+	}
+	// TRL's advantages of 1000 ± 1e-6: ±1e-6 / (1.15e-6 + 1e-4) ≈ ±0.0099, not 0.
+	adv, _ := Advantages(pm(1000, 1e-6), 4, TRLConfig())
+	if want := 1e-6 / (1e-6*math.Sqrt(4.0/3) + eps); math.Abs(adv[0]-want) > 1e-6*want {
+		t.Errorf("trl_compat, 1000 ± 1e-6: advantage %.6g, want %.6g", adv[0], want)
+	}
+}
+
 // tieHalf makes the first two of the batch's four groups zero-variance.
 func tieHalf(b *rollout.Batch) {
 	for i := range 2 * b.Group {
@@ -106,16 +159,15 @@ func tieHalf(b *rollout.Batch) {
 }
 
 // TestMaskedInDenominator: with half the groups left out by drop_zero_std, removing them
-// from the denominator (this project's default) doubles the gradient of the grpo and
-// dr_grpo losses compared with keeping them there (TRL's completion mask), and scales the
-// dapo gradient by all tokens / kept tokens; bnpo counts only kept tokens either way.
+// from the sequence count (this project's default) doubles the gradient of the grpo and
+// dr_grpo losses compared with keeping them there (TRL's completion mask); dapo and bnpo
+// count only kept tokens either way (TRL's dapo since v1.9.0, huggingface/trl#6439: up to
+// v1.8 its token count kept them, which scaled the gradient by kept / all tokens).
 func TestMaskedInDenominator(t *testing.T) {
 	for _, loss := range []LossType{LossGRPO, LossDrGRPO, LossDAPO, LossBNPO} {
 		var grads [2][]float32
-		var b *rollout.Batch
 		for i, inDenominator := range []bool{false, true} {
-			var tr *Trainer
-			tr, b = setup(t, 12)
+			tr, b := setup(t, 12)
 			tieHalf(b)
 			g := captureGrads(tr)
 			cfg := DefaultConfig()
@@ -127,17 +179,7 @@ func TestMaskedInDenominator(t *testing.T) {
 			grads[i] = *g
 		}
 		want := 2.0
-		switch loss {
-		case LossDAPO:
-			all, kept := 0, 0
-			for i, c := range b.Completions {
-				all += len(c.Tokens)
-				if i >= 2*b.Group {
-					kept += len(c.Tokens)
-				}
-			}
-			want = float64(all) / float64(kept)
-		case LossBNPO:
+		if loss == LossDAPO || loss == LossBNPO {
 			want = 1
 		}
 		scale, worst := 0.0, 0.0

@@ -11,22 +11,24 @@
 //	KL_t  = k1: x − x_ref,  k2: ½(x − x_ref)²,  k3: e^{x_ref − x} − (x_ref − x) − 1   (x = logp_θ(t))
 //
 // aggregated by loss_type: "grpo" (mean over each sequence's tokens, then over sequences),
-// "dapo" (sum over tokens / tokens), "bnpo" (sum / unmasked tokens) or "dr_grpo" (sum /
-// (sequences × max_new_tokens)). A group whose rewards do not vary (std within 1e-8 of its
-// largest |reward|) has advantages of exactly 0.
+// "dapo" and "bnpo" (sum over tokens / unmasked tokens) or "dr_grpo" (sum /
+// (sequences × max_new_tokens)). A group whose rewards do not vary (std ≤ max(1e-6,
+// 1e-8·max|r|); TRL's torch.isclose(std, 0), std ≤ 1e-8, with trl_compat) has advantages of
+// exactly 0.
 //
 // Settings carry TRL's names (Config's json tags) and its semantics where TRL has them; the
 // conventions where this project and TRL differ are options, and TRLConfig selects TRL's:
 //
-//	                                   this project (DefaultConfig)     TRL v0.24 (TRLConfig)
+//	                                   this project (DefaultConfig)     TRL v1.9.0 (TRLConfig)
 //	std of the advantages (std_ddof)   0: population, divide by G       1: unbiased, as torch.std
 //	entropy term (entropy_aggregation) weighted like the loss ("loss")  token mean ("token_mean")
-//	masked completions                 out of the denominators          kept in them (masked_in_denominator)
-//	  (drop_zero_std, mask_truncated_completions)
+//	masked completions                 out of the sequence counts       kept in them (masked_in_denominator)
+//	  (drop_zero_std, mask_truncated_completions; token counts never count them)
+//	zero-variance group                std ≤ max(1e-6, 1e-8·max|r|)     std ≤ 1e-8 (trl_compat)
 //	loss_type                          "grpo"                           "dapo"
 //
 // testdata/gen_trl_fixture.py transcribes TRL's loss in PyTorch; TestTRLParity holds this
-// package to it within 1e-6 for every variant.
+// package to it within 1e-6 for every variant, TestTRLZeroStd to its zero-std rule.
 //
 // Every log-probability is of softmax(logits / T) with the rollout's temperature T, and
 // logp_old is what the sampler recorded: never recomputed, never re-read from elsewhere.

@@ -114,13 +114,13 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 }
 
 // minibatchWeights gives each completion of a minibatch its share of the loss. part is what
-// the denominators count: the completions that are trained on and, with
-// MaskedInDenominator, the masked ones too (keep false). maxNew is the rollout's
-// max_new_tokens (dr_grpo's constant).
+// the sequence counts of grpo and dr_grpo count: the completions that are trained on and,
+// with MaskedInDenominator, the masked ones too (keep false). Token counts (dapo, bnpo, the
+// token-mean entropy) count only the tokens trained on, as TRL's num_items_in_batch does
+// since huggingface/trl#6439. maxNew is the rollout's max_new_tokens (dr_grpo's constant).
 func minibatchWeights(part []*completion, cfg Config, maxNew int) []weights {
-	seqs, tokens, kept := len(part), 0, 0
+	seqs, kept := len(part), 0
 	for _, k := range part {
-		tokens += len(k.c.Tokens)
 		if k.keep {
 			kept += len(k.c.Tokens)
 		}
@@ -130,9 +130,7 @@ func minibatchWeights(part []*completion, cfg Config, maxNew int) []weights {
 		switch cfg.LossType {
 		case LossGRPO:
 			w[i].pg = 1 / float64(len(k.c.Tokens)*seqs)
-		case LossDAPO:
-			w[i].pg = 1 / float64(tokens)
-		case LossBNPO:
+		case LossDAPO, LossBNPO:
 			w[i].pg = 1 / float64(kept)
 		case LossDrGRPO:
 			w[i].pg = 1 / float64(seqs*maxNew)

@@ -43,7 +43,7 @@ type completion struct {
 	c       *rollout.Completion
 	prompt  []int32
 	adv     float64
-	keep    bool      // trained on; false: masked, counted only in denominators (MaskedInDenominator)
+	keep    bool      // trained on; false: masked, counted only in sequence counts (MaskedInDenominator)
 	refLogp []float32 // logp under the reference, when Beta > 0
 }
 

@@ -32,6 +32,25 @@ type trlFixture struct {
 		Dlogp      [][]float64     `json:"dlogp"`
 		Dentropy   [][]float64     `json:"dentropy"`
 	} `json:"cases"`
+	// Ties are single groups of rewards near a tie: TRL's torch.isclose(std, 0) and advantages.
+	Ties []struct {
+		Rewards    []float64 `json:"rewards"`
+		IsStdZero  bool      `json:"is_std_zero"`
+		Advantages []float64 `json:"advantages"`
+	} `json:"ties"`
+}
+
+func readTRLFixture(t *testing.T) trlFixture {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/trl_fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx trlFixture
+	if err := json.Unmarshal(raw, &fx); err != nil {
+		t.Fatal(err)
+	}
+	return fx
 }
 
 func f32s(x []float64) []float32 {
@@ -49,14 +68,7 @@ func f32s(x []float64) []float32 {
 // The engine's own functions run on the fixture's log-probabilities in place of a forward:
 // the plan (advantages, masks, minibatch), the minibatch weights and the sequence loss.
 func TestTRLParity(t *testing.T) {
-	raw, err := os.ReadFile("testdata/trl_fixture.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx trlFixture
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
+	fx := readTRLFixture(t)
 	in := fx.Inputs
 	if len(fx.Cases) < 30 {
 		t.Fatalf("the fixture has %d cases", len(fx.Cases))
@@ -140,5 +152,33 @@ func TestTRLParity(t *testing.T) {
 			}
 			t.Logf("loss %.6g (Δ %.1g), worst gradient Δ %.1g", st.loss, math.Abs(st.loss-c.Loss), worst)
 		})
+	}
+}
+
+// TestTRLZeroStd holds trl_compat's tie rule to torch.isclose(std, 0) itself, on the
+// fixture's groups around its bound (|std| ≤ 1e-8) and at other scales. A group that is not
+// a tie gets TRL's advantages; one that is gets exactly 0, where TRL leaves at most
+// √(G−1)·1e-8/std_eps (here ≤ 1.8e-4).
+func TestTRLZeroStd(t *testing.T) {
+	fx := readTRLFixture(t)
+	if len(fx.Ties) < 5 {
+		t.Fatalf("the fixture has %d tie groups", len(fx.Ties))
+	}
+	cfg := TRLConfig()
+	for _, c := range fx.Ties {
+		adv, zero := Advantages(c.Rewards, len(c.Rewards), cfg)
+		if zero[0] != c.IsStdZero {
+			t.Errorf("rewards %v: tie %v, torch.isclose(std, 0) %v", c.Rewards, zero[0], c.IsStdZero)
+			continue
+		}
+		for i, want := range c.Advantages {
+			if c.IsStdZero {
+				if adv[i] != 0 || math.Abs(want) > math.Sqrt(float64(len(c.Rewards)-1))*1e-8/cfg.StdEps {
+					t.Errorf("rewards %v: tie advantage %d = %g (TRL %g), want exactly 0", c.Rewards, i, adv[i], want)
+				}
+			} else if math.Abs(adv[i]-want) > 1e-9*max(1, math.Abs(want)) {
+				t.Errorf("rewards %v: advantage %d = %.12g, TRL %.12g", c.Rewards, i, adv[i], want)
+			}
+		}
 	}
 }

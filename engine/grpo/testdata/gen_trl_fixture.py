@@ -4,15 +4,20 @@
 Writes trl_fixture.json beside this script: shared inputs (rewards, completion lengths,
 truncation flags, per-token log-probabilities under the policy, at sampling time and under
 the reference, per-token entropies) and, for each case, the settings under their canonical
-rookscript names, the advantages, the loss, dL/dlogp and dL/dentropy per token.
+rookscript names, the advantages, the loss, dL/dlogp and dL/dentropy per token; then, for
+single groups of rewards near a tie, TRL's zero-std flag and advantages.
 
-Semantics reproduced: TRL v0.24 (huggingface/trl, trl/trainer/grpo_trainer.py):
+Semantics reproduced: TRL v1.9.0 (huggingface/trl, trl/trainer/grpo_trainer.py; tag commit
+35def3ee), which includes huggingface/trl#6439 (commit 7c1fa85a, "Fix GRPO truncated-completion
+loss normalization"):
 
   GRPOTrainer._generate_and_score_completions
     advantages = rewards - group mean; divided by (std + 1e-4) unless scale_rewards == "none",
-    std = torch.std (Bessel, ddof 1) of the group ("group") or of the whole batch ("batch");
-    num_items_in_batch = completion tokens (EOS included) counted BEFORE
-    mask_truncated_completions zeroes the truncated rows of completion_mask.
+    std = nanstd (Bessel, ddof 1) of the group ("group") or of the whole batch ("batch");
+    is_std_zero = torch.isclose(std, 0), i.e. |std| <= 1e-8 (atol 1e-8; rtol * |0| = 0);
+    num_items_in_batch = completion tokens (EOS included) counted AFTER
+    mask_truncated_completions zeroes the truncated rows of completion_mask (#6439; TRL up
+    to v1.8 counted them before, so masked tokens stayed in dapo's denominator).
   GRPOTrainer._compute_loss
     log_ratio = logp - old_logp (old = logp.detach() when num_iterations == 1);
     importance_sampling_level "sequence": the masked mean of log_ratio per row, (B, 1);
@@ -21,7 +26,9 @@ Semantics reproduced: TRL v0.24 (huggingface/trl, trl/trainer/grpo_trainer.py):
     grpo:    ((l * mask).sum(-1) / mask.sum(-1).clamp(min=1)).mean()
     bnpo:    (l * mask).sum() / mask.sum().clamp(min=1)
     dr_grpo: (l * mask).sum() / (B * max_completion_length)
-    dapo:    (l * mask).sum() / num_items_in_batch
+    dapo:    (l * mask).sum() / num_items_in_batch.clamp(min=1)
+    entropy_coef (TRL >= v1.8): -c * (H * mask).sum() / num_items_in_batch for dapo and
+      -c * (H * mask).sum() / mask.sum().clamp(min=1) otherwise: the masked token mean either way
   for one optimizer step on one generation batch, on one process, with the whole batch as
   the per-device batch (steps_per_generation = gradient_accumulation_steps = 1): the
   minibatch is the batch, so TRL's division by the accumulation steps is by 1 and bnpo's
@@ -30,10 +37,8 @@ Semantics reproduced: TRL v0.24 (huggingface/trl, trl/trainer/grpo_trainer.py):
 
 Settings TRL does not have, computed here the way trl_compat = true defines them:
   kl_estimator k1 / k2 replace TRL's k3 term (logp - ref; (logp - ref)^2 / 2);
-  entropy_coef adds -c * (H * mask).sum() / mask.sum(), the masked token mean TRL logs
-    entropy with (TRL's loss has no entropy term);
   drop_zero_std masks the rows of groups without reward variance the way
-    mask_truncated_completions masks truncated rows (num_items_in_batch still counts them).
+    mask_truncated_completions masks truncated rows (so num_items_in_batch leaves them out too).
 
 Cases with "trl_compat": false use rookscript's own conventions instead: population std
 (ddof 0), masked rows removed from every denominator (sequence count, token count), and the
@@ -112,13 +117,13 @@ def compute(inp, s):
     adv, zero_std = advantages(inp["rewards"], s["scale_rewards"], ddof)
     mask_all = torch.tensor(inp["mask"])
     truncated = torch.tensor(inp["truncated"])
-    num_items_in_batch = mask_all.sum()  # before any masking, as TRL counts it
     masked_rows = torch.zeros(len(adv), dtype=torch.bool)
     if s["mask_truncated_completions"]:
         masked_rows |= truncated
     if s["drop_zero_std"]:
         masked_rows |= zero_std
     mask = mask_all * (~masked_rows).unsqueeze(1).double()
+    num_items_in_batch = mask.sum()  # after the masking, as TRL counts it since #6439
 
     logp = torch.tensor(inp["logp"], requires_grad=True)
     entropy = torch.tensor(inp["entropy"], requires_grad=True)
@@ -147,7 +152,7 @@ def compute(inp, s):
                 return (x * mask).sum() / mask.sum().clamp(min=1.0)
             if kind == "dr_grpo":
                 return (x * mask).sum() / (x.size(0) * L)
-            return (x * mask).sum() / num_items_in_batch
+            return (x * mask).sum() / num_items_in_batch.clamp(min=1.0)
         kept = ~masked_rows  # rookscript: masked rows leave every denominator
         if kind == "grpo":
             return ((x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0))[kept].mean()
@@ -195,6 +200,7 @@ def cases():
     add("dapo/k2", beta=0.04, kl_estimator="k2")
     add("grpo/entropy/mask_truncated", loss_type="grpo", entropy_coef=0.01, beta=0.04, mask_truncated_completions=True)
     add("dapo/entropy", entropy_coef=0.01)
+    add("dapo/entropy/mask_truncated", entropy_coef=0.01, mask_truncated_completions=True)
     add("grpo/drop_zero_std", loss_type="grpo", beta=0.04, drop_zero_std=True)
     add("dapo/drop_zero_std/mask_truncated", beta=0.04, drop_zero_std=True, mask_truncated_completions=True)
     # rookscript's own conventions.
@@ -205,6 +211,24 @@ def cases():
     add("own/dapo/drop_zero_std", trl_compat=False, beta=0.04, drop_zero_std=True)
     add("own/grpo/entropy", trl_compat=False, loss_type="grpo", entropy_coef=0.01, mask_truncated_completions=True)
     add("own/dapo/scale_batch/sequence", trl_compat=False, scale_rewards="batch", importance_sampling_level="sequence")
+    return out
+
+
+TIE_GROUPS = [  # one group of G rewards each: equal, rounding, shaping noise, TRL's bound, large scale
+    [0.5] * G, [0.7] * G,
+    [-0.3 + 5e-9, -0.3 - 5e-9, -0.3 + 5e-9, -0.3 - 5e-9],
+    [8.5e-9, -8.5e-9, 8.5e-9, -8.5e-9], [9e-9, -9e-9, 9e-9, -9e-9],
+    [1000 + 1e-6, 1000 - 1e-6, 1000 + 1e-6, 1000 - 1e-6],
+    [0.5 + 5e-7, 0.5 - 5e-7, 0.5 + 5e-7, 0.5 - 5e-7],
+]
+
+
+def ties():
+    """TRL's zero-std flag and advantages (scale_rewards "group") for each of TIE_GROUPS."""
+    out = []
+    for rewards in TIE_GROUPS:
+        adv, zero_std = advantages(rewards, "group", 1)
+        out.append({"rewards": rewards, "is_std_zero": bool(zero_std[0]), "advantages": adv.tolist()})
     return out
 
 
@@ -219,13 +243,14 @@ def rounded(x):
 def main():
     inp = make_inputs()
     doc = {
-        "about": "written by gen_trl_fixture.py: TRL v0.24 GRPO loss semantics, see its docstring",
+        "about": "written by gen_trl_fixture.py: TRL v1.9.0 GRPO loss semantics, see its docstring",
         "group": G, "max_completion_length": L,
         "inputs": {k: rounded(v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inp.items() if k != "mask"},
         "cases": [],
     }
     for name, s in cases():
         doc["cases"].append({"name": name, "settings": s, **{k: rounded(v) for k, v in compute(inp, s).items()}})
+    doc["ties"] = [{k: rounded(v) for k, v in t.items()} for t in ties()]
     with open(OUT, "w") as f:
         json.dump(doc, f, indent=None, separators=(",", ":"))
         f.write("\n")
