@@ -20,8 +20,9 @@ PYTHON  ?= /usr/bin/python3
 BIN     := bin/rookscript
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Runtime and test dependencies: OpenBLAS for CPU GEMMs (cgo), Stockfish for rewards.
-APT_PACKAGES       := build-essential pkg-config libopenblas-dev stockfish ca-certificates
+# Runtime and test dependencies: OpenBLAS for CPU GEMMs (cgo), Stockfish for rewards, OpenMPI
+# for data-parallel ranks (linked, so that one binary runs alone or under mpirun).
+APT_PACKAGES       := build-essential pkg-config libopenblas-dev stockfish ca-certificates libopenmpi-dev openmpi-bin
 # Only the benchmarks and the fixture generator need PyTorch.
 APT_BENCH_PACKAGES := python3 python3-torch python3-numpy
 # The CUDA build: nvcc + cuBLAS headers/libraries + libcuda (the driver API library). They
