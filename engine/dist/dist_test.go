@@ -46,7 +46,9 @@ func child(t *testing.T) Comm {
 }
 
 // value is rank r's element i: different on every rank and element, with rounding in its sums.
-func value(r, i int) float64 { return math.Sin(float64(i)*0.7+float64(r)) * math.Pow(10, float64((i+r)%7-3)) }
+func value(r, i int) float64 {
+	return math.Sin(float64(i)*0.7+float64(r)) * math.Pow(10, float64((i+r)%7-3))
+}
 
 // TestSumsOnRanks: on 3 ranks, SumF32 and SumF64 give every rank the sum over the ranks in
 // rank order, bit for bit, for lengths that do and do not split evenly (0, 1, fewer than the
