@@ -14,6 +14,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/rookscript/rookscript/engine/atomicfile"
+	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/rookworld"
 	"github.com/rookscript/rookscript/engine/sft"
@@ -24,6 +25,7 @@ import (
 const (
 	stockfishType = "rook.stockfish"
 	positionsType = "rook.positions"
+	gameType      = "rook.game"
 )
 
 // registerChess adds Stockfish pools, position sources, chess rewards and evaluation.
@@ -35,6 +37,7 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 	ch := L.NewTable()
 	L.SetFuncs(ch, map[string]lua.LGFunction{
 		"step": luaChessStep,
+		"game": luaChessGame,
 		"policy_prompt": func(L *lua.LState) int {
 			L.Push(lua.LString(rookworld.PolicyPrompt(L.CheckString(1), L.OptBool(2, true))))
 			return 1
@@ -45,6 +48,24 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 	mod.RawSetString("chess", ch)
 	registerType(L, stockfishType, stockfishMethods, nil)
 	registerType(L, positionsType, positionsMethods, nil)
+	registerType(L, gameType, gameMethods, nil)
+}
+
+// historiesKey is where an environment's rookworld.Histories lives in the Lua registry.
+const historiesKey = "rookscript/histories"
+
+// histories is the environment's book of the games behind A: prompts whose answer depends on
+// the game's history: positions:next writes it, every chess scorer (rook.reward.chess,
+// rook.chess.score, rook.eval) reads it, since a batch keeps only its prompts' text.
+func histories(L *lua.LState) *rookworld.Histories {
+	if ud, ok := L.G.Registry.RawGetString(historiesKey).(*lua.LUserData); ok {
+		return ud.Value.(*rookworld.Histories)
+	}
+	h := rookworld.NewHistories()
+	ud := L.NewUserData()
+	ud.Value = h
+	L.G.Registry.RawSetString(historiesKey, ud)
+	return h
 }
 
 // stockfishPool is the Lua type rook.stockfish: a pool of Stockfish processes.
@@ -186,7 +207,9 @@ var positionsMethods = map[string]lua.LGFunction{
 
 // data:next(n [, {task=}]) → list of n prompts as tables {prompt=, task="P"|"A", fen=,
 // move= (A:), target= (training-string sources), origin=}. The list is shorter at the end of
-// a source that does not loop. n items must fit the process's memory (about 3 kB each).
+// a source that does not loop. n items must fit the process's memory (about 3 kB each). An A:
+// prompt whose answer needs its game's history (a fivefold repetition; PGN and generator
+// sources know it) is remembered in the environment's histories for the scorers.
 func positionsNext(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	n := L.OptInt(2, 1)
@@ -217,6 +240,7 @@ func positionsNext(L *lua.LState) int {
 
 func itemTable(L *lua.LState, p *positions, it rookworld.Item, index int64, task string) *lua.LTable {
 	pr := p.mix.Prompt(it, index, task)
+	histories(L).Add(it, pr)
 	t := L.CreateTable(0, 6)
 	t.RawSetString("fen", lua.LString(pr.FEN))
 	t.RawSetString("origin", lua.LString(pr.Origin))
@@ -270,6 +294,7 @@ func scorer(L *lua.LState, n int, what string) *rookworld.Scorer {
 	if err != nil {
 		L.RaiseError("%s: %s", what, err.Error())
 	}
+	s.Histories = histories(L)
 	return s
 }
 
@@ -408,6 +433,7 @@ func (e *Env) luaEval(L *lua.LState) int {
 	if err != nil {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
+	s.Histories = histories(L)
 	cfg := o.rollout()
 	decoding := e.startPhase(fmt.Sprintf("eval: decoding %d prompts", len(prompts)), cfg.MaxNewTokens)
 	cfg.Progress = decoding.update
@@ -466,9 +492,75 @@ func luaChessStep(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	L.Push(fromGo(L, map[string]any{"fen": r.NewFEN, "reward": r.Reward, "terminated": r.Terminated,
-		"truncated": r.Truncated, "legal": r.Legal, "completion": r.Completion()}))
+	L.Push(envResultTable(L, r))
 	return 1
+}
+
+func envResultTable(L *lua.LState, r rookworld.EnvResult) lua.LValue {
+	return fromGo(L, map[string]any{"fen": r.NewFEN, "reward": r.Reward, "terminated": r.Terminated,
+		"truncated": r.Truncated, "legal": r.Legal, "completion": r.Completion()})
+}
+
+// game is the Lua type rook.game: a chess game that keeps its history, so that it sees
+// repetitions.
+type game struct{ g *chess.Game }
+
+func (g *game) String() string {
+	return fmt.Sprintf("rook.game(%s, %d moves)", g.g.Position().FEN(), g.g.Ply())
+}
+
+func checkGame(L *lua.LState, n int) *game { return check[*game](L, n, gameType) }
+
+// rook.chess.game([fen]) → a rook.game starting at fen (the standard start by default); nil, err
+// for a bad FEN or a position that cannot arise in a legal game.
+func luaChessGame(L *lua.LState) int {
+	g, err := rookworld.NewGame(L.OptString(1, chess.StartFEN))
+	if err != nil {
+		return pushErr(L, err)
+	}
+	L.Push(newUserData(L, gameType, &game{g}))
+	return 1
+}
+
+var gameMethods = map[string]lua.LGFunction{
+	// game:push(uci) → the step's result, as rook.chess.step's; nil, err for an illegal move.
+	"push": func(L *lua.LState) int {
+		r, err := rookworld.Play(checkGame(L, 1).g, L.CheckString(2))
+		if err != nil {
+			return pushErr(L, err)
+		}
+		L.Push(envResultTable(L, r))
+		return 1
+	},
+	"fen": func(L *lua.LState) int {
+		L.Push(lua.LString(checkGame(L, 1).g.Position().FEN()))
+		return 1
+	},
+	"repetitions": func(L *lua.LState) int {
+		L.Push(lua.LNumber(checkGame(L, 1).g.Repetitions()))
+		return 1
+	},
+	// game:outcome() → nil while the game goes on, else {result="1-0"|"0-1"|"1/2-1/2", reason=}.
+	"outcome": func(L *lua.LState) int {
+		o := checkGame(L, 1).g.Outcome()
+		if !o.Over() {
+			L.Push(lua.LNil)
+			return 1
+		}
+		result := "1/2-1/2"
+		switch o.Winner {
+		case chess.White:
+			result = "1-0"
+		case chess.Black:
+			result = "0-1"
+		}
+		L.Push(fromGo(L, map[string]any{"result": result, "reason": string(o.Termination)}))
+		return 1
+	},
+	"moves": func(L *lua.LState) int {
+		L.Push(fromGo(L, checkGame(L, 1).g.Moves()))
+		return 1
+	},
 }
 
 // rook.chess.score(prompt, completion [, settings [, engine]]) → the scored answer: {total=,

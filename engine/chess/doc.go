@@ -38,7 +38,7 @@
 // stalemate (no legal move, not in check); the 75-move rule (halfmove clock
 // >= 150); fivefold repetition (the current position occurred five times since
 // the last irreversible move). Fivefold needs the game's history: Game tracks
-// it and the dataset builder replays sources that carry a full history (PGN,
-// generator). An A: prompt carries at most ten moves, too few for five
-// occurrences, so the A: task (engine/rookworld) judges a bare FEN without it.
+// it (Game.Repetitions). An A: prompt carries at most ten moves, too few for
+// five occurrences, so engine/rookworld judges A: answers with the game where
+// the data has one (PGN, generator) and from the bare FEN elsewhere.
 package chess

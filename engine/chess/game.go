@@ -125,15 +125,18 @@ func (g *Game) Outcome() Outcome {
 	if o := g.Position().Outcome(); o.Over() {
 		return o
 	}
-	if g.repetitions() >= 5 {
+	if g.Repetitions() >= 5 {
 		return Outcome{Termination: FivefoldRepetition}
 	}
 	return Outcome{}
 }
 
-// repetitions counts occurrences of the current position, walking back like
-// python-chess's is_repetition: stop at the first irreversible move.
-func (g *Game) repetitions() int {
+// Repetitions is how many times the current position has occurred in the
+// game, itself included, by FIDE's rule: the same placement, side to move,
+// castling rights and en-passant captures. It walks back like python-chess's
+// is_repetition and stops at the first irreversible move, before which no
+// position can recur. Positions before the game's start are unknown.
+func (g *Game) Repetitions() int {
 	key := g.Position().transpositionKey()
 	n := 1
 	for i := len(g.moves) - 1; i >= 0; i-- {

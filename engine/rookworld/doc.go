@@ -11,7 +11,8 @@
 //
 //	format.go     building P: and A: prompts and targets, Python float formatting
 //	parse.go      parsers for completions, prompts and training strings
-//	env.go        EnvStep and Step: the A: task's transition and its rewards
+//	env.go        EnvStep, EnvStepAfter, Step, Play: the A: task's transition and its rewards
+//	history.go    Histories: the games behind A: prompts whose answer needs them (fivefold repetition)
 //	validate.go   ValidatePosition: the positions sources and EnvStep accept
 //	reward.go     Scorer: reward components, weights, floors, shaping, batch scoring
 //	metrics.go    evaluation metrics over scored answers
@@ -90,7 +91,8 @@
 //	eval         1 − mean over M: of min(|E − engine eval of that move|, EvalClip)/EvalClip (clip 2 pawns; an illegal move counts 1);
 //	             a move among the lines takes its line's score, any other legal move the negated score of a MultiPV-1 search one ply shallower after it
 //
-// Environment (A:), judged by EnvStep on the prompt's FEN and move:
+// Environment (A:), judged by the rules on the prompt's FEN and move, with
+// the game that led there where it is known (below):
 //
 //	format        fraction of the four fields that parse (a valid FEN, a number, two flags 0/1)
 //	fen_exact     1 if the new FEN equals the rules' FEN exactly
@@ -135,7 +137,24 @@
 // and the Generator (seeded random or opening-style play, optionally following
 // the engine). Bad records, illegal positions included (for PGN, a FEN tag's),
 // are errors naming file and line, or are counted and skipped with
-// SkipInvalid. BuildDataset turns a source into training text: P: rows
-// labelled by the pool, A: rows labelled by the rules (optionally with a share
-// of illegal moves), the same bytes for the same seed and depth.
+// SkipInvalid.
+//
+// PGN files and the Generator know each position's game from its start
+// (Item.StartFEN, Item.History); the other sources know at most the recent
+// moves. That history decides one thing: terminated is python-chess's
+// is_game_over(), whose fivefold repetition (FIDE's: the same placement, side
+// to move, castling rights and en-passant captures, a fifth time since the
+// last irreversible move) an A: prompt's ten recent moves cannot show. The
+// dataset builder, and the scorer given Input.StartFEN and History or a
+// Histories that Add saw the item for, judge with the game (EnvStepAfter), so
+// a draw by repetition scores 1.0 and "the game goes on" less. For sources
+// without a full history (FEN/EPD files, training text, a prompt alone) the
+// bare FEN is judged (EnvStep), as before: there the draw's answer scores
+// 0.775 with the default weights and "the game goes on" 1.0, even for a
+// training-text row whose own target (written with the game) is the draw.
+// Threefold repetition is only claimable, so it never sets terminated.
+//
+// BuildDataset turns a source into training text: P: rows labelled by the
+// pool, A: rows labelled by the rules with the item's game (optionally with a
+// share of illegal moves), the same bytes for the same seed and depth.
 package rookworld

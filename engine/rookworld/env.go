@@ -34,17 +34,25 @@ func (r EnvResult) Completion() string {
 // Step is the environment transition on game g: a legal move is played and
 // judged; an illegal or malformed one leaves the game unchanged and yields
 // reward -1.0, truncated=1, and terminated = whether the unchanged position is
-// already over.
+// already over. The game's history decides fivefold repetition.
 func Step(g *chess.Game, uci string) EnvResult {
-	prev := g.Position()
-	r := EnvResult{PrevFEN: prev.FEN(), Move: uci}
-	if err := g.Push(uci); err != nil {
+	r, err := Play(g, uci)
+	if err != nil {
+		r = EnvResult{PrevFEN: g.Position().FEN(), Move: uci, Reward: RewardIllegal, Truncated: true}
 		r.NewFEN = r.PrevFEN
-		r.Reward = RewardIllegal
-		r.Truncated = true
 		o := g.Outcome()
 		r.Terminated, r.Termination = o.Over(), o.Termination
-		return r
+	}
+	return r
+}
+
+// Play plays a legal move on g and judges it as Step does; an illegal or
+// malformed move is an error (chess.IsMoveError) and leaves g unchanged. Like
+// python-chess's push, it does not refuse a move after an automatic game end.
+func Play(g *chess.Game, uci string) (EnvResult, error) {
+	r := EnvResult{PrevFEN: g.Position().FEN(), Move: uci}
+	if err := g.Push(uci); err != nil {
+		return EnvResult{}, err
 	}
 	r.Legal = true
 	r.NewFEN = g.Position().FEN()
@@ -58,19 +66,60 @@ func Step(g *chess.Game, uci string) EnvResult {
 	default:
 		r.Reward = RewardDraw
 	}
-	return r
+	return r, nil
 }
 
-// EnvStep judges a move from a bare FEN (no history, so fivefold repetition
-// cannot be seen). The error is for an invalid FEN or a position that cannot
+// NewGame starts a game at fen, which must be a position that can arise in a
+// legal game (ValidatePosition); the game then knows its history from there.
+func NewGame(fen string) (*chess.Game, error) {
+	p, err := parseLegal(fen)
+	if err != nil {
+		return nil, err
+	}
+	return chess.NewGameFrom(p), nil
+}
+
+// EnvStep judges a move from a bare FEN: no history, so fivefold repetition
+// cannot be seen (an A: prompt's ten recent moves are too few for five
+// occurrences). The error is for an invalid FEN or a position that cannot
 // arise in a legal game (ValidatePosition), which has no right answer to
 // train on. An illegal move in a legal position is part of the result.
 func EnvStep(fen, uci string) (EnvResult, error) {
-	p, err := parseLegal(fen)
+	g, err := NewGame(fen)
 	if err != nil {
 		return EnvResult{}, err
 	}
-	return Step(chess.NewGameFrom(p), uci), nil
+	return Step(g, uci), nil
+}
+
+// EnvStepAfter judges a move in the position fen that the game from startFEN
+// through history (UCI, oldest first) reached, with that history: a move that
+// repeats a position for the fifth time ends the game. The history must lead
+// to fen exactly (clocks included). startFEN "" is EnvStep(fen, uci).
+func EnvStepAfter(startFEN string, history []string, fen, uci string) (EnvResult, error) {
+	if startFEN == "" {
+		return EnvStep(fen, uci)
+	}
+	g, err := replayLegal(startFEN, history)
+	if err != nil {
+		return EnvResult{}, err
+	}
+	want, err := parseLegal(fen)
+	if err != nil {
+		return EnvResult{}, err
+	}
+	if got := g.Position().FEN(); got != want.FEN() {
+		return EnvResult{}, fmt.Errorf("the history from %s leads to %s, not to %s", startFEN, got, want.FEN())
+	}
+	return Step(g, uci), nil
+}
+
+// replayLegal replays a game from a legal start (legal moves keep it legal).
+func replayLegal(startFEN string, moves []string) (*chess.Game, error) {
+	if _, err := parseLegal(startFEN); err != nil {
+		return nil, err
+	}
+	return chess.ReplayGame(startFEN, moves)
 }
 
 func flag(b bool) string {

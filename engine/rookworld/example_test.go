@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/rookworld"
 )
 
@@ -17,6 +18,27 @@ func ExampleEnvStep() {
 	// Output:
 	// A: 6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1+a1a8+a1a8+
 	// R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1+1.0+1+0
+}
+
+// A move that repeats a position a fifth time ends the game, which only the game's history
+// shows: the prompt's FEN and ten recent moves say the game goes on.
+func ExampleEnvStepAfter() {
+	var history []string
+	for range 4 {
+		history = append(history, "g1f3", "g8f6", "f3g1", "f6g8")
+	}
+	history, last := history[:15], history[15]
+	g, _ := chess.ReplayGame(chess.StartFEN, history)
+	fen := g.Position().FEN()
+	withGame, _ := rookworld.EnvStepAfter(chess.StartFEN, history, fen, last)
+	bare, _ := rookworld.EnvStep(fen, last)
+	fmt.Println(rookworld.EnvPrompt(fen, last, history))
+	fmt.Println(withGame.Completion(), withGame.Termination)
+	fmt.Println(bare.Completion())
+	// Output:
+	// A: rnbqkb1r/pppppppp/5n2/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 15 8+f6g8+f3g1 f6g8 g1f3 g8f6 f3g1 f6g8 g1f3 g8f6 f3g1 f6g8+
+	// rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 16 9+0.5+1+0 fivefold_repetition
+	// rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 16 9+0.001+0+0
 }
 
 func ExamplePolicyText() {

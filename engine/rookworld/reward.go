@@ -185,11 +185,16 @@ type Detail struct {
 }
 
 // Input is one (prompt, completion) pair. Truncated marks a completion cut by
-// max_new_tokens rather than ended by the stop token.
+// max_new_tokens rather than ended by the stop token. For an A: prompt,
+// StartFEN and History may give the game that led to the prompt's position
+// (as Item has them), which then judges repetition; without them the
+// Scorer's Histories is asked, and failing that the bare FEN is judged.
 type Input struct {
-	Prompt     string `json:"prompt"`
-	Completion string `json:"completion"`
-	Truncated  bool   `json:"truncated"`
+	Prompt     string   `json:"prompt"`
+	Completion string   `json:"completion"`
+	Truncated  bool     `json:"truncated"`
+	StartFEN   string   `json:"start_fen,omitempty"`
+	History    []string `json:"history,omitempty"`
 }
 
 // Scorer computes rewards. Policy answers need the pool; environment answers
@@ -200,6 +205,8 @@ type Scorer struct {
 
 	// Progress, if set, is told by ScoreBatch how many answers are scored (one call at a time).
 	Progress func(done, total int)
+	// Histories, if set, gives the games behind A: prompts whose inputs carry none.
+	Histories *Histories
 }
 
 // NewScorer validates cfg. pool may be nil when only A: prompts are scored.
@@ -383,7 +390,11 @@ func (s *Scorer) scoreEnv(in Input) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	want, err := EnvStep(p.FEN, p.Move)
+	start, history := in.StartFEN, in.History
+	if start == "" {
+		start, history, _ = s.Histories.Lookup(in.Prompt)
+	}
+	want, err := EnvStepAfter(start, history, p.FEN, p.Move)
 	if err != nil {
 		return r, err
 	}

@@ -173,4 +173,71 @@ function T.test_stockfish_settings_are_checked()
   check.truthy(string.find(err, "make setup", 1, true), err)
 end
 
+-- A rook.game keeps its history: repetitions by FIDE's rule, and the automatic game ends.
+function T.test_game_sees_repetition()
+  local g = rook.chess.game()
+  check.eq(g:fen(), "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")
+  check.eq(g:repetitions(), 1)
+  local shuffle = { "g1f3", "g8f6", "f3g1", "f6g8" }
+  local last, before
+  for round = 1, 4 do
+    for _, m in ipairs(shuffle) do
+      check.eq(g:outcome(), nil, "the game goes on")
+      before = g:fen()
+      last = assert(g:push(m))
+    end
+    check.eq(g:repetitions(), round + 1, "the start position again")
+  end
+  check.eq(last.terminated, true, "a fifth occurrence ends the game")
+  check.eq(last.reward, 0.5)
+  check.eq(last.completion, g:fen() .. "+0.5+1+0")
+  local o = g:outcome()
+  check.eq(o.result, "1/2-1/2")
+  check.eq(o.reason, "fivefold_repetition")
+  check.eq(#g:moves(), 16)
+  check.eq(g:moves()[16], "f6g8")
+  -- The same step from the bare FEN cannot see it.
+  check.eq(rook.chess.step(before, "f6g8").terminated, false)
+
+  local r, err = g:push("e2e5")
+  check.eq(r, nil, "an illegal move is an error")
+  check.truthy(string.find(err, "e2e5", 1, true), err)
+  check.eq(#g:moves(), 16, "and changes nothing")
+
+  local mate = rook.chess.game("rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2")
+  check.eq(mate:push("d8h4").reward, 1)
+  check.eq(mate:outcome().result, "0-1")
+  check.eq(mate:outcome().reason, "checkmate")
+  check.truthy(string.find(tostring(mate), "rook.game(", 1, true))
+  local bad
+  bad, err = rook.chess.game("8/8/8/8/8/8/8/4K3 w - - 0 1")
+  check.eq(bad, nil)
+  check.truthy(string.find(err, "black has 0 kings", 1, true), err)
+end
+
+-- A: prompts from a PGN game are judged with the game: the move that repeats a position a
+-- fifth time is a draw, though the prompt alone (ten recent moves) cannot show it.
+function T.test_positions_from_games_judge_fivefold()
+  local data = rook.positions{ path = "../engine/rookworld/testdata/repetition.pgn", per_game = 1000,
+    loop = false, task = "env" }
+  local item
+  for _, it in ipairs(data:next(100)) do
+    if it.origin == "../engine/rookworld/testdata/repetition.pgn:4 ply 17" then item = it end
+  end
+  check.truthy(item, "the knights game's 18th move")
+  local g = rook.chess.game()
+  for _, m in ipairs({ "e2e4", "e7e5" }) do g:push(m) end
+  for _ = 1, 4 do
+    for _, m in ipairs({ "g1f3", "b8c6", "f3g1", "c6b8" }) do g:push(m) end
+  end
+  check.eq(g:repetitions(), 5)
+  local bare = rook.chess.step(item.fen, item.move).completion
+  local right = g:fen() .. "+0.5+1+0"
+  check.eq(bare, g:fen() .. "+0.001+0+0", "the bare FEN: the game goes on")
+  local s = rook.chess.score(item.prompt, right)
+  check.eq(s.total, 1, "the draw by repetition is right")
+  check.eq(s.expected, right)
+  check.near(rook.chess.score(item.prompt, bare).total, 0.775, 1e-12, "the bare FEN's answer is not")
+end
+
 return T
