@@ -81,7 +81,7 @@ func (e *Env) luaConfig(L *lua.LState) int {
 			record[k] = cfg[k]
 			continue
 		}
-		sec, err := newSectionValue(s, fromGo(L, cfg[k]).(*lua.LTable))
+		sec, err := newSectionValue(L, s, fromGo(L, cfg[k]).(*lua.LTable))
 		if err != nil {
 			raiseConfig(L, "config: %v", err)
 		}

@@ -18,10 +18,14 @@ import (
 type trainerState struct{ tr *grpo.Trainer }
 
 // rook.grpo.defaults([{trl_compat = true}]) → the step's default options under their
-// canonical names (TRL's defaults and conventions with trl_compat).
+// canonical names (TRL's defaults and conventions with trl_compat): the run's, after a resume
+// restored them.
 func luaGRPODefaults(L *lua.LState) int {
-	c := settingsArg[grpo.Config](L, 1, "grpo", "rook.grpo.defaults")
-	L.Push(structTable(L, reflect.ValueOf(c)))
+	c, err := sectionNamed("grpo").read(L, L.Get(1), "")
+	if err != nil {
+		L.RaiseError("rook.grpo.defaults: %s", err.Error())
+	}
+	L.Push(structTable(L, reflect.ValueOf(c).Elem()))
 	return 1
 }
 
@@ -58,9 +62,14 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 		p.trainer = &trainerState{tr: &grpo.Trainer{Policy: p.m, Opt: opt.o}}
 	}
 	tr := p.trainer.tr
-	tr.Opt, tr.Ref = opt.o, nil
+	tr.Opt, tr.Ref, tr.RefHash, tr.RefGeneration = opt.o, nil, "", nil
 	if ref != nil {
-		tr.Ref = ref.m
+		// The trainer checks the weights themselves against the recorded hash (checkRunReference
+		// checked the reference's label), hashing them again only after a write.
+		tr.Ref, tr.RefHash, tr.RefGeneration = ref.m, ref.hash, func() uint64 { return ref.writes }
+		if p.run != nil {
+			tr.RefHash = p.run.identity.Current()
+		}
 	}
 	tr.Warn = func(msg string) {
 		if !e.opts.Quiet {
@@ -101,8 +110,7 @@ func luaGRPOPlan(L *lua.LState) int {
 		Rollout  rollout.Config `json:"rollout"`
 		GRPO     grpo.Config    `json:"grpo"`
 		Eval     evalOptions    `json:"eval"`
-	}{Rollout: rollout.DefaultConfig(), GRPO: grpo.DefaultConfig()}
-	o.Eval = *sectionNamed("eval").defaults(false).(*evalOptions)
+	}{Rollout: defaultsOf[rollout.Config](L, "rollout"), GRPO: defaultsOf[grpo.Config](L, "grpo"), Eval: defaultsOf[evalOptions](L, "eval")}
 	options(L, 2, "rook.grpo.plan", &o)
 	budget, err := budgetBytes(o.Budget)
 	p := grpo.Plan{Model: m.m.Config, Budget: budget, Prompts: o.Prompts, Group: o.Rollout.Group,

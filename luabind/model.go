@@ -24,6 +24,7 @@ type model struct {
 	source     gpt2.Source
 	sourceHash string // content hash of the weights the source loads to
 	hash       string // a reference's current content hash (exact: it changes only by a sync); "" for a policy
+	writes     uint64 // a reference's weight writes (setParams): the GRPO trainer hashes them again only when this moved
 	frozen     bool   // a reference: never trained, changes only by an explicit sync
 	run        *run   // the open run this model is the policy or the KL reference of
 	announce   string // the "model: …" line, held back while a resume may replace the weights
@@ -46,7 +47,28 @@ func (m *model) String() string {
 		kind = "reference"
 	}
 	c := m.m.Config
-	return fmt.Sprintf("rook.%s(%s; %d layers, %d heads, d=%d, %s params)", kind, m.source.Path, c.NumLayers, c.NumHeads, c.Channels, humanCount(m.m.Layout.Total))
+	return fmt.Sprintf("rook.%s(%s; %d layers, %d heads, d=%d, %s params)", kind, m.label(), c.NumLayers, c.NumHeads, c.Channels, humanCount(m.m.Layout.Total))
+}
+
+// label names where a model's weights come from: its source, and for a reference that does
+// not hold its source's weights (a copy of a trained or resumed policy, a synced one), that it
+// is a trained copy. source.Path stays the path the weights load from.
+func (m *model) label() string {
+	if m.frozen && m.hash != m.sourceHash {
+		return fmt.Sprintf("%s (trained copy %s)", m.source.Path, short(m.hash))
+	}
+	return m.source.Path
+}
+
+// setParams replaces a reference's weights with params, whose content hash is hash, and
+// counts the write.
+func (m *model) setParams(params []float32, hash string) error {
+	m.writes++
+	if err := m.m.SetParams(params); err != nil {
+		return err
+	}
+	m.hash = hash
+	return nil
 }
 
 func checkModel(L *lua.LState, n int) *model { return check[*model](L, n, modelType) }
@@ -171,7 +193,7 @@ func modelIndex(L *lua.LState) int {
 	case "random":
 		L.Push(lua.LBool(m.source.Random))
 	case "source":
-		L.Push(lua.LString(m.source.Path))
+		L.Push(lua.LString(m.label()))
 	case "frozen":
 		L.Push(lua.LBool(m.frozen))
 	default:
@@ -191,9 +213,6 @@ func modelReference(L *lua.LState) int {
 		L.RaiseError("%s", err.Error())
 	}
 	r := &model{m: ref, source: m.source, sourceHash: m.sourceHash, hash: gpt2.ParamsHash(m.m.Config, params), frozen: true, device: m.device}
-	if r.hash != m.sourceHash {
-		r.source.Path = fmt.Sprintf("%s (trained copy %s)", m.source.Path, short(r.hash))
-	}
 	L.Push(newUserData(L, modelType, r))
 	return 1
 }
@@ -210,7 +229,7 @@ func checkRunReference(L *lua.LState, policy, ref *model) {
 		return
 	}
 	L.ArgError(2, fmt.Sprintf("the reference (%s, hash %s) is not run %s's recorded KL reference (%s, hash %s); after a resume use run.ref, and move the reference only with run:sync_reference",
-		ref.source.Path, short(ref.hash), policy.run.r.Dir, id.Source, short(id.Current())))
+		ref.label(), short(ref.hash), policy.run.r.Dir, id.Source, short(id.Current())))
 }
 
 // ref:sync(policy [, step]) copies the policy's weights into a reference that belongs to no
@@ -226,10 +245,9 @@ func modelSync(L *lua.LState) int {
 		L.ArgError(1, fmt.Sprintf("this reference is the KL reference of run %s: use run:sync_reference(step), which records the sync in the checkpoint", r.run.r.Dir))
 	}
 	params := p.m.ParamsHost()
-	if err := r.m.SetParams(params); err != nil {
+	if err := r.setParams(params, gpt2.ParamsHash(p.m.Config, params)); err != nil {
 		L.RaiseError("%s", err.Error())
 	}
-	r.hash = gpt2.ParamsHash(p.m.Config, params)
 	r.syncs = append(r.syncs, syncRecord{Step: step, Hash: r.hash})
 	L.Push(lua.LString(r.hash))
 	return 1
@@ -268,7 +286,7 @@ func modelInfo(L *lua.LState) int {
 		hash = gpt2.ParamsHash(c, m.m.ParamsHost())
 	}
 	L.Push(fromGo(L, map[string]any{
-		"source": m.source.Path, "description": m.source.Description, "random": m.source.Random,
+		"source": m.label(), "description": m.source.Description, "random": m.source.Random,
 		"frozen": m.frozen, "params": m.m.Layout.Total, "layers": c.NumLayers, "heads": c.NumHeads,
 		"channels": c.Channels, "vocab": c.VocabSize, "context": c.MaxSeqLen, "device": m.device,
 		"source_hash": m.sourceHash, "hash": hash,

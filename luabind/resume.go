@@ -29,7 +29,8 @@ type change struct{ from, to any }
 
 // resumeConfig resolves the config of a resumed run (resume=DIR on the command line). The
 // base is the config the run's newest checkpoint recorded, not the recipe's defaults, and the
-// TOML file beside the recipe is not read again (its values at the start are in the record):
+// TOML file beside the recipe is not read again (its values at the start are in the record);
+// the engine defaults the run's calls decoded over are restored too (engineSettings):
 // `resume=runs/x` alone continues exactly the run that was started. config=PATH and
 // key=value arguments then override it; each change is printed and recorded by the next
 // checkpoint, and a key that cannot change mid-run (resumeFixed) is refused by name. Returns
@@ -93,7 +94,15 @@ func (e *Env) resumeConfig(cfg map[string]any) (bool, error) {
 	if err := merge(cfg, rec, "", "checkpoint "+name); err != nil {
 		return fail(err)
 	}
-	var notes []string
+	// The engine defaults the run's calls decoded over, restored before any call decodes.
+	settings, _, err := ro.RecordedSettings()
+	if err != nil {
+		return fail(err)
+	}
+	notes, err := settingsOf(e.L).restore(settings, fmt.Sprintf("checkpoint %s of %s", name, dir))
+	if err != nil {
+		return fail(err)
+	}
 	for _, k := range missingKeys(defaults, rec, "") {
 		notes = append(notes, fmt.Sprintf("%s is not in the run's record (a key the recipe gained since): the recipe's default %s", k, show(lookupKey(defaults, k))))
 	}

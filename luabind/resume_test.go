@@ -2,15 +2,20 @@ package luabind
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	lua "github.com/yuin/gopher-lua"
+
 	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/optim"
+	"github.com/rookscript/rookscript/engine/rollout"
 )
 
 // recordedRun makes a run directory whose checkpoint recorded cfg, from a small model saved
@@ -227,5 +232,208 @@ func TestResumeFixedRule(t *testing.T) {
 	_, err := runLua(t, Options{}, "r.lua", `require("rook").config({ stockfish = { depth = 8 } }, { ["stockfish.depth"] = "integer >= 1" })`)
 	if err == nil || !strings.Contains(err.Error(), `stockfish.depth: a section's setting is checked by its own call; the only rule for it is "fixed"`) {
 		t.Errorf("a rule other than fixed on a section's setting: %v", err)
+	}
+}
+
+// changeDefaults makes this binary's defaults of a kind of call what edit makes them, for the
+// rest of the test: a rookscript whose defaults changed since a run started.
+func changeDefaults(t *testing.T, kind string, edit func(p any)) {
+	t.Helper()
+	s := sectionNamed(kind)
+	old := s.defaults
+	s.defaults = func(trl bool) any { p := old(trl); edit(p); return p }
+	t.Cleanup(func() { s.defaults = old })
+}
+
+// settingsRecipe trains with plain option tables, as a recipe may: every setting it does not
+// name comes from the defaults. Its β grows each step (a KL warm-up). It resumes the run the
+// command line names (resume=DIR), or the one its own key from names (rook.run's resume,
+// after the optimizer was built).
+const settingsRecipe = `
+local rook = require("rook")
+local cfg = rook.config{ run_dir = "", from = "", steps = 4, save_at = 0 }
+local policy = rook.load("random:tiny")
+local opt = rook.adamw(policy, { lr = 3e-3 })
+local resume = cfg.resume or (cfg.from ~= "" and cfg.from or nil)
+local run = assert(rook.run{ dir = cfg.run_dir ~= "" and cfg.run_dir or nil, resume = resume, policy = policy, opt = opt, steps = cfg.steps })
+for step = run.step + 1, cfg.steps do
+  local b = policy:rollout({ "a", "b" }, { group = 4, max_new_tokens = 6, seed = 100 + step })
+  rook.reward.fn(b, function(_, text) return #text % 5 end)
+  rook.grpo.step(policy, run.ref, opt, b, { beta = 0.01 * step })
+  run:log(step, {})
+  if step == cfg.save_at then run:save(step) end
+end
+run:close()
+print("hash " .. policy:hash())
+`
+
+// TestResumeKeepsRecordedDefaults (DESIGN §6.7): the settings a recipe's calls do not name
+// come from the defaults the run started with, which its checkpoints record; a resume by a
+// rookscript whose defaults changed trains as the run would have, and prints every default
+// that differs. A checkpoint also records each kind of call's settings as last used.
+func TestResumeKeepsRecordedDefaults(t *testing.T) {
+	tmp := t.TempDir()
+	recipe := filepath.Join(tmp, "train.lua")
+	if err := os.WriteFile(recipe, []byte(settingsRecipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := runLua(t, Options{Args: args, Recipe: recipe, Trust: true}, "", "")
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	newDir := func() string { n++; return filepath.Join(tmp, fmt.Sprintf("run%d", n)) }
+	hash := func(out string) string {
+		t.Helper()
+		i := strings.LastIndex(out, "hash ")
+		if i < 0 {
+			t.Fatalf("no hash in\n%s", out)
+		}
+		return strings.TrimSpace(out[i+len("hash "):])
+	}
+	continuous := hash(run("run_dir=" + newDir()))
+	saved := func() string { // two steps, saved
+		dir := newDir()
+		run("run_dir="+dir, "steps=2", "save_at=2")
+		return dir
+	}
+	dir, dir2, dir3, dir4 := saved(), saved(), saved(), saved() // by this rookscript, its defaults unchanged
+	ro, err := checkpoint.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ro.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec settingsRecord
+	if err := json.Unmarshal(st.Settings, &rec); err != nil {
+		t.Fatal(err)
+	}
+	var used grpo.Config
+	var def rollout.Config
+	if err := json.Unmarshal(rec.Used["grpo"], &used); err != nil || used.Beta != 0.02 || used.MaxGradNorm != 1 {
+		t.Fatalf("last grpo settings recorded %s (%v): want the last step's β, 0.02, and every other setting", rec.Used["grpo"], err)
+	}
+	if err := json.Unmarshal(rec.Defaults["rollout"], &def); err != nil || def.Temperature != 1 || def.Group != 8 || rec.Used["adamw"] == nil {
+		t.Fatalf("recorded %s (%v)", st.Settings, err)
+	}
+
+	// This rookscript's defaults change: sampling temperature, gradient clip, Adam's eps.
+	changeDefaults(t, "rollout", func(p any) { p.(*rollout.Config).Temperature = 0.7 })
+	changeDefaults(t, "grpo", func(p any) { p.(*grpo.Config).MaxGradNorm = 0.05 })
+	if hash(run("run_dir="+newDir())) == continuous {
+		t.Fatal("the changed defaults do not change the run: the test proves nothing")
+	}
+	out := run("resume="+dir, "steps=4")
+	if got := hash(out); got != continuous {
+		t.Errorf("resumed with changed defaults (resume=DIR): weights %s, the continuous run's %s\n%s", got, continuous, out)
+	}
+	for _, want := range []string{
+		"note: engine default grpo.max_grad_norm: the run's 1, this rookscript's 0.05 (the run keeps its own)",
+		"note: engine default rollout.temperature: the run's 1, this rookscript's 0.7 (the run keeps its own)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the resume does not say %q:\n%s", want, out)
+		}
+	}
+	// The same through rook.run's resume alone: the calls it precedes decode over the run's
+	// defaults.
+	if got := hash(run("from="+dir2, "steps=4")); got != continuous {
+		t.Errorf("resumed with changed defaults (rook.run): weights %s, the continuous run's %s", got, continuous)
+	}
+	// A call made before rook.run restored them (the optimizer's) cannot be: it is named.
+	changeDefaults(t, "adamw", func(p any) { p.(*adamwOptions).Eps = 1e-3 })
+	if out := run("from="+dir3, "steps=4"); !strings.Contains(out, "resume: warning: rook.adamw decoded its settings over this rookscript's defaults before the resume restored the run's, which differ (adamw.eps: the run's 1e-8, this rookscript's 0.001)") {
+		t.Errorf("an early call over changed defaults is not named:\n%s", out)
+	}
+	if out := run("resume="+dir4, "steps=4"); hash(out) != continuous || strings.Contains(out, "warning") {
+		t.Errorf("resume=DIR restores them before any call: weights %s, the continuous run's %s\n%s", hash(out), continuous, out)
+	}
+}
+
+// TestGRPOStepChecksReferenceWeights (DESIGN §6.6): besides the reference's label, the GRPO
+// trainer checks its weights against the run's recorded hash, after every write it counts.
+func TestGRPOStepChecksReferenceWeights(t *testing.T) {
+	e, err := New(Options{Quiet: true, Trust: true, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.DoString(t.Context(), `
+		local rook = require("rook")
+		policy = rook.load("random:tiny")
+		opt = rook.adamw(policy)
+		run = assert(rook.run{ dir = "`+filepath.Join(t.TempDir(), "run")+`", policy = policy, opt = opt })
+		ref = run.ref
+		function step()
+			local b = policy:rollout({ "a" }, { group = 4, max_new_tokens = 4, seed = 1 })
+			b:set_rewards({ 1, 0, 0, 1 })
+			rook.grpo.step(policy, ref, opt, b, { beta = 0.1 })
+		end
+		step()`, "ref.lua"); err != nil {
+		t.Fatal(err)
+	}
+	ref := e.L.GetGlobal("ref").(*lua.LUserData).Value.(*model)
+	if err := ref.m.SetParams(gpt2.RandomParams(ref.m.Config, 9)); err != nil { // behind the binding's back
+		t.Fatal(err)
+	}
+	ref.writes++
+	err = e.DoString(t.Context(), "step()", "ref.lua")
+	if err == nil || !strings.Contains(err.Error(), "the recorded reference's is "+ref.hash+": they changed without a recorded sync") {
+		t.Fatalf("a reference whose weights changed: %v", err)
+	}
+}
+
+// TestRestoreDefaults: what restoring a run's recorded defaults says — a changed default, one
+// new since the run started, one this rookscript lacks — and that one environment restores one
+// set: the same again is nothing, another is refused.
+func TestRestoreDefaults(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	es := settingsOf(L)
+	var roll map[string]any
+	if err := json.Unmarshal(es.rec.Defaults["rollout"], &roll); err != nil {
+		t.Fatal(err)
+	}
+	roll["temperature"], roll["old"] = 0.5, 1
+	delete(roll, "top_k")
+	defaults := map[string]json.RawMessage{}
+	for k, v := range es.rec.Defaults {
+		defaults[k] = v
+	}
+	defaults["rollout"] = mustJSON(roll)
+	raw := mustJSON(settingsRecord{Defaults: defaults, TRLDefaults: es.rec.TRLDefaults})
+	notes, err := es.restore(raw, "checkpoint A")
+	want := []string{
+		"engine default rollout.old: the run's 1 is not a setting of this rookscript",
+		"engine default rollout.temperature: the run's 0.5, this rookscript's 1 (the run keeps its own)",
+		"engine default rollout.top_k: new since the run started, this rookscript's 0",
+	}
+	if err != nil || strings.Join(notes, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("notes %q, %v; want %q", notes, err, want)
+	}
+	p, err := es.defaults(sectionNamed("rollout"), false)
+	if c := p.(*rollout.Config); err != nil || c.Temperature != 0.5 || c.Group != 8 {
+		t.Fatalf("restored rollout defaults %+v, %v", p, err)
+	}
+	if notes, err := es.restore(raw, "checkpoint B"); err != nil || notes != nil {
+		t.Fatalf("the same defaults again: %q, %v", notes, err)
+	}
+	defaults["rollout"] = es.rec.Defaults["grpo"]
+	if _, err := es.restore(mustJSON(settingsRecord{Defaults: defaults}), "checkpoint C"); err == nil || !strings.Contains(err.Error(), "checkpoint C recorded engine defaults that differ from those of checkpoint A") {
+		t.Fatalf("other defaults: %v", err)
+	}
+	L2 := lua.NewState()
+	defer L2.Close()
+	fresh := settingsOf(L2)
+	for i, want := range []int{1, 0} {
+		if notes, err := fresh.restore(nil, "checkpoint D"); err != nil || len(notes) != want {
+			t.Fatalf("a checkpoint without a record, time %d: %q, %v", i+1, notes, err)
+		}
 	}
 }

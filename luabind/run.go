@@ -219,21 +219,52 @@ func (r *run) start(cr *checkpoint.Run, cfg any) error {
 			return err
 		}
 	}
-	// The reference's identity: reloaded from the policy's source, so the recorded hash is
-	// what that source reproduces on resume. A reference that is not its source's weights
-	// (taken from a trained policy) is recorded as synced at step 0 and stored with the run.
-	id, _, _, err := checkpoint.NewReference(r.policy.source.Path)
+	id, err := r.startReference()
 	if err != nil {
 		return err
-	}
-	if r.ref != nil && r.ref.hash != id.Hash {
-		if _, err := id.Sync(0, r.ref.m.ParamsHost()); err != nil {
-			return err
-		}
 	}
 	r.identity = id
 	r.optBase = r.opt.o.Config
 	return nil
+}
+
+// startReference is the identity of a new run's KL reference (DESIGN §6.6), named by where
+// its weights come from: the reference the recipe gave, by its own source, or without one the
+// policy's source. The source is loaded again, so that the recorded hash is what it reproduces
+// on resume. A reference that is not its source's weights (a copy of a trained policy) is
+// recorded as synced at step 0 and stored with the run.
+//
+// A policy that no longer holds its source's weights (trained in this process before the run)
+// and no reference: the source is then weights the policy does not start from, and a KL to
+// them is nobody's choice. The identity records the policy's start (PolicyStart), the log says
+// so, and run.ref refuses to stand in for the choice — which costs a recipe with β = 0
+// nothing, and one with β > 0 a word: ref = policy:reference() or a loaded model's.
+func (r *run) startReference() (checkpoint.Identity, error) {
+	m := r.ref
+	if m == nil {
+		m = r.policy
+	}
+	id, _, _, err := checkpoint.NewReference(m.source.Path)
+	if err != nil {
+		return id, err
+	}
+	if id.Hash != m.sourceHash {
+		return id, fmt.Errorf("reference model %s: its source now loads to weights of hash %s, not the %s it was loaded with: it changed since", id.Source, short(id.Hash), short(m.sourceHash))
+	}
+	if r.ref != nil {
+		if r.ref.hash != id.Hash {
+			_, err = id.Sync(0, r.ref.m.ParamsHost())
+		}
+		return id, err
+	}
+	if h := gpt2.ParamsHash(r.policy.m.Config, r.policy.m.ParamsHost()); h != id.Hash {
+		id.PolicyStart = h
+		if !r.env.opts.Quiet {
+			r.env.say(fmt.Sprintf("note: rook.run was given no reference and the policy does not hold its source's weights (%s, hash %s) but weights trained before the run (hash %s): run.ref will not stand in for a KL reference; give rook.run ref = policy:reference() (the weights the run starts from) or a loaded model's reference",
+				id.Source, short(id.Hash), short(h)))
+		}
+	}
+	return id, nil
 }
 
 // writeRecipe stores a copy of the recipe being run.
@@ -286,6 +317,12 @@ func (r *run) resumeFrom(cr *checkpoint.Run, cfg any) error {
 	if err := r.writeRecipe(); err != nil {
 		return err
 	}
+	// The engine defaults the run's calls decode over (rook.config restored them already when
+	// the command line resumes).
+	notes, err := settingsOf(r.env.L).restore(st.Settings, fmt.Sprintf("checkpoint %s of %s", st.Name, cr.Dir))
+	if err != nil {
+		return err
+	}
 	r.resumed = true
 	r.recipe = st.Recipe
 	e := r.env
@@ -303,6 +340,11 @@ func (r *run) resumeFrom(cr *checkpoint.Run, cfg any) error {
 		cr.Dir, st.Step, st.Name, short(st.ParamsHash), r.policy.source.Path, refKind, id.Source, short(id.Current()), syncNote(id)))
 	if dropped > 0 {
 		e.say(fmt.Sprintf("resume: %d metrics records logged after %s moved to %s (those steps run again)", dropped, st.Name, checkpoint.DiscardedMetricsFile))
+	}
+	if !e.opts.Quiet {
+		for _, n := range notes {
+			e.say("resume: " + n)
+		}
 	}
 	return nil
 }
@@ -348,6 +390,10 @@ func (r *run) apply(st *checkpoint.State, resume bool) error {
 		}
 	}
 	r.identity = st.Reference
+	if id := st.Reference; r.ref != nil && id.PolicyStart != "" && !id.Synced() {
+		return fmt.Errorf("checkpoint %s: the run was given no reference and its policy started from weights trained before it (hash %s), not from its source %s: the reference given now would hold the source's weights, which the policy never started from; resume without ref and choose with run:sync_reference, or start a new run with the reference you mean",
+			st.Name, short(id.PolicyStart), id.Source)
+	}
 	if r.ref != nil {
 		cfg, params, err := st.LoadReference()
 		if err != nil {
@@ -356,10 +402,10 @@ func (r *run) apply(st *checkpoint.State, resume bool) error {
 		if cfg != r.ref.m.Config {
 			return fmt.Errorf("checkpoint %s: the reference's architecture differs from the run's", st.Name)
 		}
-		if err := r.ref.m.SetParams(params); err != nil {
+		if err := r.ref.setParams(params, st.Reference.Current()); err != nil {
 			return err
 		}
-		r.ref.hash = st.Reference.Current()
+		r.ref.source, r.ref.sourceHash = referenceSource(st.Reference), st.Reference.Hash
 	}
 	r.step = st.Step
 	return nil
@@ -453,8 +499,19 @@ func runIndex(L *lua.LState) int {
 }
 
 // reference returns the run's KL reference, loading it the first time when the recipe gave
-// none: from the checkpoint after a sync, else from the recorded source, its hash checked.
+// none: from the checkpoint after a sync, else from the recorded source, its hash checked. It
+// refuses a run given no reference whose policy was trained before it (Identity.PolicyStart)
+// until a sync makes the choice.
 func (r *run) reference(L *lua.LState) *lua.LUserData {
+	if id := r.identity; r.refUD == nil && id.PolicyStart != "" && !id.Synced() {
+		L.RaiseError("run.ref: run %s was given no reference, and its policy started from weights trained before the run (hash %s), not from its source %s (hash %s): a KL to the source measures the distance to weights the policy never started from. Choose: rook.run{…, ref = policy:reference()} before training (the weights the run starts from), or ref = rook.load(%q):reference() (the source's)",
+			r.r.Dir, short(id.PolicyStart), id.Source, short(id.Hash), id.Source)
+	}
+	return r.loadReference(L)
+}
+
+// loadReference is reference without the refusal: what a sync replaces.
+func (r *run) loadReference(L *lua.LState) *lua.LUserData {
 	if r.refUD != nil {
 		return r.refUD
 	}
@@ -477,13 +534,17 @@ func (r *run) reference(L *lua.LState) *lua.LUserData {
 	if err != nil {
 		L.RaiseError("run.ref: %s", err.Error())
 	}
-	r.ref = &model{m: gm, source: gpt2.Source{Kind: id.Kind, Path: id.Source, Random: id.Random}, sourceHash: id.Hash,
-		hash: id.Current(), frozen: true, device: r.policy.device}
+	r.ref = &model{m: gm, source: referenceSource(id), sourceHash: id.Hash, hash: id.Current(), frozen: true, device: r.policy.device}
 	if !r.closed {
 		r.ref.run = r
 	}
 	r.refUD = newUserData(L, modelType, r.ref)
 	return r.refUD
+}
+
+// referenceSource is where a reference of identity id comes from, as a model's source.
+func referenceSource(id checkpoint.Identity) gpt2.Source {
+	return gpt2.Source{Kind: id.Kind, Path: id.Source, Random: id.Random}
 }
 
 // metricsArg reads a table of numbers (booleans become 1/0); other values are ignored.
@@ -577,6 +638,7 @@ func runSave(L *lua.LState) int {
 	}
 	st := checkpoint.NewState(step, r.policy.m, r.opt.o)
 	st.Optimizer.Base = r.optBase
+	st.Settings = settingsOf(L).record()
 	st.Reference = r.identity
 	if r.identity.Synced() && r.ref != nil {
 		st.ReferenceParams = r.ref.m.ParamsHost()
@@ -706,16 +768,17 @@ func runRollback(L *lua.LState) int {
 func runSyncReference(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
-	r.reference(L)
+	r.loadReference(L)
 	params := r.policy.m.ParamsHost()
-	if err := r.ref.m.SetParams(params); err != nil {
-		L.RaiseError("%s", err.Error())
+	id := r.identity
+	h, err := id.Sync(step, params)
+	if err == nil {
+		err = r.ref.setParams(params, h)
 	}
-	h, err := r.identity.Sync(step, params)
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
-	r.ref.hash = h
+	r.identity = id
 	r.ref.syncs = append(r.ref.syncs, syncRecord{Step: step, Hash: h})
 	r.progress.note(fmt.Sprintf("reference synced to the policy at step %d (%s)", step, short(h)))
 	L.Push(lua.LString(h))

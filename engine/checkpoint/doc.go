@@ -16,6 +16,7 @@
 //	  optimizer.safetensors      AdamW "m" and "v" (flat, parameter Layout order) and "steps"
 //	  reference/                 the KL reference as an HF dir, only after an explicit sync
 //	  state.json                 step, RNG states, data cursor, recipe state, resolved config,
+//	                             the engine settings the calls used (the caller's record),
 //	                             reference identity {source, hash, syncs}, optimizer config (and
 //	                             the one it was built with), metrics, the size of metrics.jsonl
 //	                             when saved, retention, and the size and sha256 of every other file

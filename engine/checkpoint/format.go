@@ -35,6 +35,7 @@ type fileState struct {
 	Cursor     json.RawMessage            `json:"cursor"`
 	Recipe     json.RawMessage            `json:"recipe"`
 	Config     json.RawMessage            `json:"config"`
+	Settings   json.RawMessage            `json:"settings,omitempty"` // absent in checkpoints written before it was recorded
 	Reference  fileIdentity               `json:"reference"`
 	Metrics    metricMap                  `json:"metrics"`
 	// MetricsBytes is absent in checkpoints written before it was recorded.
@@ -94,6 +95,8 @@ type fileIdentity struct {
 	Model  fileConfig `json:"model"`
 	Hash   string     `json:"hash"`
 	Syncs  []fileSync `json:"syncs"`
+	// PolicyStart is absent unless set.
+	PolicyStart string `json:"policy_start,omitempty"`
 }
 
 type fileSync struct {
@@ -115,7 +118,7 @@ type fileEntry struct {
 
 func toFileIdentity(id Identity) fileIdentity {
 	f := fileIdentity{Source: id.Source, Kind: id.Kind, Random: id.Random, Model: toFileConfig(id.Config),
-		Hash: id.Hash, Syncs: []fileSync{}}
+		Hash: id.Hash, Syncs: []fileSync{}, PolicyStart: id.PolicyStart}
 	for _, s := range id.Syncs {
 		f.Syncs = append(f.Syncs, fileSync(s))
 	}
@@ -123,7 +126,7 @@ func toFileIdentity(id Identity) fileIdentity {
 }
 
 func (f fileIdentity) identity() Identity {
-	id := Identity{Source: f.Source, Kind: f.Kind, Random: f.Random, Config: f.Model.config(), Hash: f.Hash}
+	id := Identity{Source: f.Source, Kind: f.Kind, Random: f.Random, Config: f.Model.config(), Hash: f.Hash, PolicyStart: f.PolicyStart}
 	for _, s := range f.Syncs {
 		id.Syncs = append(id.Syncs, Sync(s))
 	}
@@ -198,7 +201,7 @@ func decodeState(b []byte) (*fileState, error) {
 		*p = b.Bytes()
 		return nil
 	}
-	for _, p := range []*json.RawMessage{&fs.Cursor, &fs.Recipe, &fs.Config} {
+	for _, p := range []*json.RawMessage{&fs.Cursor, &fs.Recipe, &fs.Config, &fs.Settings} {
 		if len(*p) == 0 || string(*p) == "null" {
 			*p = nil
 		} else if err := compact(p); err != nil {

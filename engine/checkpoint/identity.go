@@ -19,6 +19,11 @@ type Identity struct {
 	Config gpt2.Config // its architecture
 	Hash   string      // gpt2.ParamsHash of the weights Source loads to
 	Syncs  []Sync      // explicit syncs, oldest first; after one, the reference is its weights
+	// PolicyStart is gpt2.ParamsHash of the policy's weights when the run started, recorded
+	// when the run was given no reference and those weights were not Source's (a policy
+	// trained in the process before the run): Source is then only a default nobody chose, and
+	// a KL to it measures the distance to weights the policy never started from. "" otherwise.
+	PolicyStart string
 }
 
 // Sync records one explicit replacement of the reference's weights.

@@ -246,6 +246,9 @@ func TestStateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Recipe = json.RawMessage(`{"a":[1,2.5,"x",true,{"b":null}],"n":1e-300}`)
+	st.Settings = json.RawMessage(`{"defaults":{"grpo":{"epsilon":0.2}},"used":{"rollout":{"seed":18446744073709551615}}}`)
+	id.PolicyStart = "feed"
+	st.Reference = id
 	mustSave(t, run, st)
 	got, err := run.Latest()
 	if err != nil {
@@ -262,6 +265,9 @@ func TestStateRoundTrip(t *testing.T) {
 	if string(got.Recipe) != string(st.Recipe) {
 		t.Fatalf("recipe state %s, want %s", got.Recipe, st.Recipe)
 	}
+	if rec, name, err := run.RecordedSettings(); string(got.Settings) != string(st.Settings) || string(rec) != string(st.Settings) || name != got.Name || err != nil {
+		t.Fatalf("settings %s, recorded %s (%s, %v), want %s", got.Settings, rec, name, err, st.Settings)
+	}
 	if string(got.Config) != `{"kl_coef":0.005,"steps":200}` || string(got.Cursor) != "12" {
 		t.Fatalf("config %s cursor %s", got.Config, got.Cursor)
 	}
@@ -272,7 +278,7 @@ func TestStateRoundTrip(t *testing.T) {
 		got.Optimizer.Config != st.Optimizer.Config {
 		t.Fatal("optimizer state differs")
 	}
-	if got.Reference.Source != "random:tiny@seed=3" || !got.Reference.Random || got.Reference.Hash != id.Hash {
+	if got.Reference.Source != "random:tiny@seed=3" || !got.Reference.Random || got.Reference.Hash != id.Hash || got.Reference.PolicyStart != "feed" {
 		t.Fatalf("reference %+v", got.Reference)
 	}
 	if src, err := os.ReadFile(filepath.Join(run.Dir, "recipe.lua")); err != nil || string(src) != "-- recipe\n" {

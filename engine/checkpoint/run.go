@@ -304,6 +304,21 @@ func (r *Run) RecordedConfig() (cfg json.RawMessage, checkpoint string, err erro
 	return b, name, nil
 }
 
+// RecordedSettings returns the engine settings the newest checkpoint recorded (State.Settings;
+// nil for a checkpoint written before they were) and that checkpoint's name, reading
+// state.json only (checksum checked), not the weights.
+func (r *Run) RecordedSettings() (settings json.RawMessage, checkpoint string, err error) {
+	name, err := r.latestName()
+	if err != nil {
+		return nil, "", err
+	}
+	fs, err := r.readState(name)
+	if err != nil {
+		return nil, name, fmt.Errorf("checkpoint %s: %w", r.path(name), err)
+	}
+	return fs.Settings, name, nil
+}
+
 // RecordedState returns the recipe state the newest checkpoint recorded (run:save's state),
 // its step and its name, reading state.json only (checksum checked), not the weights.
 func (r *Run) RecordedState() (state json.RawMessage, step int, checkpoint string, err error) {

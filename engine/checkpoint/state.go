@@ -24,6 +24,10 @@ type State struct {
 	Cursor json.RawMessage            // where the data stream is
 	Recipe json.RawMessage            // the recipe's own state table
 	Config json.RawMessage            // the resolved config; Save uses Run.WriteConfig's when nil
+	// Settings are the engine settings the run's calls used beyond its config: the defaults the
+	// settings a call does not name come from, and each kind of call's settings as last used
+	// (the binding's record; RecordedSettings reads it back without the weights).
+	Settings json.RawMessage
 
 	Reference       Identity  // the KL reference; required, even when beta is 0
 	ReferenceParams []float32 // the reference's weights: required after a sync, checked if given before
@@ -178,7 +182,7 @@ func (s *State) validate() (policyHash string, err error) {
 	for _, f := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"cursor", s.Cursor}, {"recipe state", s.Recipe}, {"config", s.Config}} {
+	}{{"cursor", s.Cursor}, {"recipe state", s.Recipe}, {"config", s.Config}, {"settings", s.Settings}} {
 		if f.v != nil && !json.Valid(f.v) {
 			return "", fmt.Errorf("%s is not valid JSON", f.name)
 		}

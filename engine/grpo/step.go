@@ -32,6 +32,17 @@ type Trainer struct {
 	// Warn receives warnings about how a step is set up; each kind is sent once per trainer.
 	Warn func(msg string)
 
+	// RefHash, when set, is the content hash (gpt2.ParamsHash) of the reference the caller
+	// recorded — a run's, DESIGN §6.6: a step that runs the reference refuses one whose weights
+	// hash otherwise. They are hashed when a reference is first used and again only after a
+	// write, as its generation says: the model's own count of parameter writes where it keeps
+	// one (a ParamGeneration method), else RefGeneration; with neither, at every such step.
+	RefHash string
+	// RefGeneration reports a number that changes whenever the reference's weights are
+	// written (the caller's count of its writes to them).
+	RefGeneration func() uint64
+
+	refSeen     refHashed // the reference last hashed
 	warned      map[string]bool
 	batch       gpt2.Batch
 	out         gpt2.Output
@@ -138,6 +149,11 @@ func (tr *Trainer) check(b *rollout.Batch, cfg Config) error {
 	if cfg.Beta > 0 && tr.Ref == nil {
 		return errors.New("grpo: beta > 0 needs a reference model")
 	}
+	if cfg.Beta > 0 {
+		if err := tr.checkReference(); err != nil {
+			return err
+		}
+	}
 	n := len(b.Completions)
 	switch {
 	case n == 0:
@@ -150,6 +166,40 @@ func (tr *Trainer) check(b *rollout.Batch, cfg Config) error {
 		return fmt.Errorf("grpo: %d completions do not form groups of %d", n, b.Group)
 	case b.Shaping.Greedy && !cfg.AllowGreedy:
 		return errors.New("grpo: the batch was sampled greedily: its groups have no variety and its logprobs are not those of what was drawn; set allow_greedy = true to train on it anyway")
+	}
+	return nil
+}
+
+// refHashed is a reference's content hash at one generation of its weights.
+type refHashed struct {
+	m    *gpt2.Model
+	gen  uint64
+	hash string
+}
+
+// checkReference refuses a reference whose weights are not RefHash's, hashing them only when
+// they may have changed since they were last hashed.
+func (tr *Trainer) checkReference() error {
+	if tr.RefHash == "" {
+		return nil
+	}
+	var gen uint64
+	counted := true
+	switch g := any(tr.Ref).(type) {
+	case interface{ ParamGeneration() uint64 }:
+		gen = g.ParamGeneration()
+	default:
+		if tr.RefGeneration != nil {
+			gen = tr.RefGeneration()
+		} else {
+			counted = false
+		}
+	}
+	if s := tr.refSeen; !counted || s.m != tr.Ref || s.gen != gen || s.hash == "" {
+		tr.refSeen = refHashed{m: tr.Ref, gen: gen, hash: gpt2.ParamsHash(tr.Ref.Config, tr.Ref.ParamsHost())}
+	}
+	if h := tr.refSeen.hash; h != tr.RefHash {
+		return fmt.Errorf("grpo: the reference's weights have content hash %s, the recorded reference's is %s: they changed without a recorded sync (DESIGN §6.6)", h, tr.RefHash)
 	}
 	return nil
 }

@@ -123,6 +123,105 @@ function T.test_reference_moves_only_through_the_run()
   run2:close()
 end
 
+local function read(path)
+  local f = assert(io.open(path))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- A policy trained in this process before rook.run (here one SFT step).
+local function trained()
+  local policy = rook.load("random:tiny")
+  local opt = rook.adamw(policy, { lr = 1e-2 })
+  rook.sft.step(policy, opt, { { prompt = "P: abc", target = " M: e2e4" } })
+  return policy, opt
+end
+
+local function scored(policy)
+  local b = policy:rollout({ "a", "b" }, { group = 4, max_new_tokens = 4, seed = 7 })
+  b:set_rewards({ 1, 0, 0, 1, 0, 1, 1, 0 })
+  return b
+end
+
+-- GRPO correctness (DESIGN §6.6): a policy trained before rook.run and given no reference does
+-- not start from its source's weights, so run.ref — the source — would measure a KL to weights
+-- the policy never started from. run.ref refuses, before and after a resume, and the
+-- checkpoint records the policy's start; a sync, or a reference given to rook.run, is a choice.
+function T.test_reference_of_a_policy_trained_before_the_run()
+  local dir = tmpdir()
+  local policy, opt = trained()
+  local start = policy:hash()
+  local run = assert(rook.run{ dir = dir, policy = policy, opt = opt })
+  check.errors(function() return run.ref end, "its policy started from weights trained before the run (hash " .. string.sub(start, 1, 12))
+  run:save(0)
+  run:close()
+  local state = read(dir .. "/checkpoints/step-00000000/state.json")
+  check.truthy(string.find(state, '"policy_start": "' .. start .. '"', 1, true), "the checkpoint records the policy's start")
+
+  local p2 = rook.load("random:tiny")
+  local none, err = rook.run{ resume = dir, policy = p2, opt = rook.adamw(p2, { lr = 1e-2 }), ref = p2:reference() }
+  check.eq(none, nil, "a resume given a reference now")
+  check.truthy(string.find(err, "the reference given now would hold the source's weights", 1, true), err)
+  local run2 = assert(rook.run{ resume = dir, policy = p2, opt = rook.adamw(p2, { lr = 1e-2 }) })
+  check.errors(function() return run2.ref end, "given no reference")
+  local synced = run2:sync_reference(0)
+  check.eq(run2.ref:hash(), synced, "after a sync, run.ref is the synced reference")
+  run2:close()
+
+  -- The weights the run starts from, given as the reference.
+  policy, opt = trained()
+  run = assert(rook.run{ dir = tmpdir(), policy = policy, opt = opt, ref = policy:reference() })
+  check.eq(run.ref:hash(), policy:hash(), "ref = policy:reference()")
+  rook.grpo.step(policy, run.ref, opt, scored(policy), { beta = 0.1 })
+  run:close()
+  -- The source's weights, loaded as the reference.
+  policy, opt = trained()
+  local source = rook.load("random:tiny"):reference()
+  run = assert(rook.run{ dir = tmpdir(), policy = policy, opt = opt, ref = source })
+  check.eq(run.ref:hash(), source:hash(), "ref = the source's reference")
+  rook.grpo.step(policy, run.ref, opt, scored(policy), { beta = 0.1 })
+  run:close()
+end
+
+-- A reference from another source than the policy's is recorded under its own identity — its
+-- source and hash, not the policy's source synced to its weights — and a resume reloads it from
+-- there. A trained copy is recorded as synced at step 0, with its weights in the checkpoint.
+function T.test_foreign_reference_keeps_its_identity()
+  local dir = tmpdir()
+  local policy = rook.load("random:tiny")
+  local foreign = rook.load("random:tiny@seed=7"):reference()
+  local run = assert(rook.run{ dir = dir, policy = policy, opt = rook.adamw(policy), ref = foreign })
+  run:save(0)
+  run:close()
+  local state = read(dir .. "/checkpoints/step-00000000/state.json")
+  check.truthy(string.find(state, '"source": "random:tiny@seed=7"', 1, true), "recorded under its own source: " .. state)
+  check.truthy(string.find(state, '"hash": "' .. foreign:hash() .. '"', 1, true), "with its own hash")
+  check.truthy(string.find(state, '"syncs": []', 1, true), "not as a sync of the policy's source")
+  check.eq(io.open(dir .. "/checkpoints/step-00000000/reference/config.json"), nil, "no reference weights stored: its source reloads them")
+
+  local p2 = rook.load("random:tiny")
+  local run2 = assert(rook.run{ resume = dir, policy = p2, opt = rook.adamw(p2) })
+  check.eq(run2.ref:hash(), foreign:hash(), "the resumed run's reference")
+  check.eq(run2.ref.source, "random:tiny@seed=7", "labelled with its own source")
+  run2:close()
+
+  local copy = trained():reference()
+  dir = tmpdir()
+  local p3 = rook.load("random:tiny@seed=3")
+  run = assert(rook.run{ dir = dir, policy = p3, opt = rook.adamw(p3), ref = copy })
+  run:save(0)
+  run:close()
+  state = read(dir .. "/checkpoints/step-00000000/state.json")
+  check.truthy(string.find(state, '"source": "random:tiny@seed=42"', 1, true), "a trained copy: its own source, " .. state)
+  check.truthy(io.open(dir .. "/checkpoints/step-00000000/reference/config.json"), "synced at step 0: its weights are stored")
+  local p4 = rook.load("random:tiny@seed=3")
+  run2 = assert(rook.run{ resume = dir, policy = p4, opt = rook.adamw(p4) })
+  check.eq(run2.ref:hash(), copy:hash(), "the trained copy comes back from the checkpoint")
+  check.eq(run2.ref.source, "random:tiny@seed=42 (trained copy " .. string.sub(copy:hash(), 1, 12) .. ")", "labelled as a trained copy")
+  run2:close()
+end
+
 -- Rollback: raises without a checkpoint; brings the step back with the weights; the records
 -- of the steps it undoes leave metrics.jsonl.
 function T.test_rollback()

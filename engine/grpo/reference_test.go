@@ -1,0 +1,61 @@
+package grpo
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rookscript/rookscript/engine/gpt2"
+)
+
+// TestStepRefusesAnotherReference is DESIGN §6.6 in the engine: a trainer that holds the
+// recorded reference's hash refuses a reference whose weights are not it. The weights are
+// hashed again only when their generation changes — not at every step — and at every step
+// when nothing counts the writes.
+func TestStepRefusesAnotherReference(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Beta = 0.1
+	tr, b := setup(t, 1)
+	start := tr.Ref.ParamsHost()
+	other := tinyModel(t, 2, 3).ParamsHost()
+	recorded, otherHash := gpt2.ParamsHash(tinyConfig, start), gpt2.ParamsHash(tinyConfig, other)
+	var gen uint64
+	tr.RefHash, tr.RefGeneration = recorded, func() uint64 { return gen }
+	refused := func(what string, want bool) {
+		t.Helper()
+		_, err := tr.Step(context.Background(), b, cfg)
+		switch {
+		case want && (err == nil || !strings.Contains(err.Error(), "content hash "+otherHash+", the recorded reference's is "+recorded)):
+			t.Fatalf("%s: %v, want the refusal naming both hashes", what, err)
+		case !want && err != nil:
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	refused("the recorded reference", false)
+
+	if err := tr.Ref.SetParams(other); err != nil {
+		t.Fatal(err)
+	}
+	refused("a write its generation does not count (the weights are not hashed every step)", false)
+	gen++
+	refused("after the write is counted", true)
+	cfg.Beta = 0
+	refused("beta = 0 never runs the reference", false)
+	cfg.Beta = 0.1
+
+	tr.RefGeneration = nil // nothing counts the writes: every step hashes
+	if err := tr.Ref.SetParams(start); err != nil {
+		t.Fatal(err)
+	}
+	refused("uncounted, back to the recorded weights", false)
+	if err := tr.Ref.SetParams(other); err != nil {
+		t.Fatal(err)
+	}
+	refused("uncounted, another reference's weights", true)
+
+	tr.RefGeneration = func() uint64 { return gen } // the generation seen before, for another model
+	tr.Ref = tinyModel(t, 1, 3)
+	refused("another model holding the recorded weights", false)
+	tr.Ref = tinyModel(t, 2, 3)
+	refused("another model holding other weights", true)
+}
