@@ -1,43 +1,25 @@
 package dist
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rookscript/rookscript/engine/dist/disttest"
 )
 
-// The multi-rank tests run this test binary as the ranks of an mpirun (as root, as CI runs,
-// with --allow-run-as-root; --oversubscribe for more ranks than cores). A rank runs the test
-// named by DIST_CHILD.
+// The multi-rank tests run this test binary as the ranks of an mpirun (disttest).
 func mpirun(t *testing.T, np int, child string, timeout time.Duration) (string, error) {
 	t.Helper()
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Fatal("mpirun is not installed: make setup installs Open MPI (openmpi-bin, libopenmpi-dev)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	args := []string{"--oversubscribe", "-np", fmt.Sprint(np), "-x", "DIST_CHILD=" + child}
-	if os.Geteuid() == 0 {
-		args = append([]string{"--allow-run-as-root"}, args...)
-	}
-	cmd := exec.CommandContext(ctx, "mpirun", append(args, os.Args[0], "-test.run", "^"+child+"$", "-test.v")...)
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("mpirun -np %d %s did not end within %s:\n%s", np, child, timeout, out)
-	}
-	return string(out), err
+	return disttest.Run(t, np, child, timeout)
 }
 
 func child(t *testing.T) Comm {
-	if os.Getenv("DIST_CHILD") != t.Name() {
-		t.Skip("a rank of a multi-rank test (run by its parent under mpirun)")
-	}
+	disttest.Child(t)
 	c, err := Open()
 	if err != nil {
 		t.Fatal(err)

@@ -343,7 +343,7 @@ func TestKLClamp(t *testing.T) {
 	}
 	kept[0].refLogp[0] += 9.3
 	st := newStats()
-	if err := tr.microBatch(kept, minibatchWeights(kept, cfg, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
+	if err := tr.microBatch(kept, minibatchWeights(kept, totalOf(kept), cfg, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
 		t.Fatal(err)
 	}
 	if st.klMax != c || st.klClamped != 1 {

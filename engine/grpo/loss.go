@@ -118,13 +118,8 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 // with MaskedInDenominator, the masked ones too (keep false). Token counts (dapo, bnpo, the
 // token-mean entropy) count only the tokens trained on, as TRL's num_items_in_batch does
 // since huggingface/trl#6439. maxNew is the rollout's max_new_tokens (dr_grpo's constant).
-func minibatchWeights(part []*completion, cfg Config, maxNew int) []weights {
-	seqs, kept := len(part), 0
-	for _, k := range part {
-		if k.keep {
-			kept += len(k.c.Tokens)
-		}
-	}
+func minibatchWeights(part []*completion, total minibatchTotal, cfg Config, maxNew int) []weights {
+	seqs, kept := total.seqs, total.keptTokens // the whole minibatch's, over every rank's share
 	w := make([]weights, len(part))
 	for i, k := range part {
 		switch cfg.LossType {
@@ -141,4 +136,16 @@ func minibatchWeights(part []*completion, cfg Config, maxNew int) []weights {
 		}
 	}
 	return w
+}
+
+// totalOf is what a minibatch of part alone (one rank's whole batch) counts.
+func totalOf(part []*completion) minibatchTotal {
+	t := minibatchTotal{seqs: len(part)}
+	for _, k := range part {
+		if k.keep {
+			t.keptTokens += len(k.c.Tokens)
+			t.trained++
+		}
+	}
+	return t
 }

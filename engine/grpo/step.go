@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rookscript/rookscript/engine/dist"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/optim"
 	"github.com/rookscript/rookscript/engine/rollout"
@@ -31,6 +32,12 @@ type Trainer struct {
 	Hooks  Hooks
 	// Warn receives warnings about how a step is set up; each kind is sent once per trainer.
 	Warn func(msg string)
+	// Comm is the world of a data-parallel run (whole.go): every rank steps with its share of
+	// the batch and applies the same update. Nil: one rank.
+	Comm dist.Comm
+	// NoSignal is why the last step's whole batch carried no reward signal (NoRewardSignal),
+	// "" when it did.
+	NoSignal string
 
 	// RefHash, when set, is the content hash (gpt2.ParamsHash) of the reference the caller
 	// recorded — a run's, DESIGN §6.6: a step that runs the reference refuses one whose weights
@@ -47,6 +54,7 @@ type Trainer struct {
 	batch       gpt2.Batch
 	out         gpt2.Output
 	dlogp, dent []float32
+	hostGrads   []float32 // a device's gradient on the host, to sum over the ranks
 }
 
 // completion is one completion's place in the step.
@@ -90,13 +98,18 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	}
 	tr.warnings(b, cfg)
 	start := time.Now()
-	p := newPlan(b, cfg)
-	rewardMetrics(m, b, p.zeroStd, cfg)
-	m["completions/kept"] = float64(len(p.trained))
-	if NoRewardSignal(b, cfg) != "" {
+	world := tr.worldOf()
+	whole, err := wholeBatch(world, b)
+	if err != nil {
+		return nil, err
+	}
+	p := newPlan(b, whole, cfg)
+	rewardMetrics(m, whole, p.zeroStd, cfg)
+	m["completions/kept"] = float64(p.wholeTrained)
+	if tr.NoSignal = NoRewardSignal(whole, cfg); tr.NoSignal != "" {
 		m["no_reward_signal"] = 1
 	}
-	if len(p.trained) == 0 {
+	if p.wholeTrained == 0 {
 		m["no_signal"] = 1
 		return m, nil
 	}
@@ -110,8 +123,8 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	t0 := time.Now()
 	u := newUpdates()
 	for range cfg.NumIterations {
-		for _, part := range p.minibatches {
-			if err := tr.minibatch(ctx, part, p.noSignal, b, cfg, u); err != nil {
+		for i, part := range p.minibatches {
+			if err := tr.minibatch(ctx, part, p.totals[i], p.noSignal, b, cfg, u); err != nil {
 				return nil, err
 			}
 		}
@@ -120,12 +133,27 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	if p.noSignal {
 		m["no_signal"] = 1
 	}
+	if err := reduceStats(world, &u.st); err != nil {
+		return nil, err
+	}
+	if err := reduceStats(world, &u.first); err != nil {
+		return nil, err
+	}
 	u.report(m, cfg)
-	lengthMetrics(m, b)
+	lengthMetrics(m, whole)
+	// The whole batch's tokens over the slowest rank's time.
 	elapsed := b.Stats.Seconds + time.Since(start).Seconds()
-	m["time/total"] = elapsed
-	if elapsed > 0 {
-		m["tokens_per_sec"] = float64(b.Stats.NewTokens) / elapsed
+	rate := []float64{float64(b.Stats.NewTokens), 0}
+	if err := world.SumF64(rate); err != nil {
+		return nil, err
+	}
+	slowest, err := maxima(world, []float64{elapsed})
+	if err != nil {
+		return nil, err
+	}
+	m["time/total"] = slowest[0]
+	if slowest[0] > 0 {
+		m["tokens_per_sec"] = rate[0] / slowest[0]
 	}
 	return m, nil
 }
@@ -229,33 +257,73 @@ func (tr *Trainer) warn(kind, msg string) {
 }
 
 // plan is how a step uses its batch: each completion's advantage, which completions are
-// trained on, and the minibatches with the completions their denominators count.
+// trained on, and the minibatches with the completions their denominators count. It is
+// decided on the whole batch (whole.go) and holds this rank's share of each minibatch.
 type plan struct {
-	zeroStd     []bool
-	trained     []*completion   // kept completions, in batch order
-	minibatches [][]*completion // each minibatch: its kept completions and, with MaskedInDenominator, its masked ones
-	noSignal    bool            // every advantage is 0 and no other term has a gradient
+	zeroStd      []bool          // per group of the whole batch
+	trained      []*completion   // this share's kept completions, in batch order
+	wholeTrained int             // kept completions of the whole batch
+	minibatches  [][]*completion // this share of each minibatch: its kept completions and, with MaskedInDenominator, its masked ones
+	totals       []minibatchTotal
+	noSignal     bool // every advantage is 0 and no other term has a gradient
 }
 
-func newPlan(b *rollout.Batch, cfg Config) *plan {
-	adv, zeroStd := Advantages(b.Rewards, b.Group, cfg)
-	b.Advantages = adv
+// minibatchTotal is what a whole minibatch counts in its loss's denominators.
+type minibatchTotal struct {
+	seqs, keptTokens, trained int
+}
+
+func newPlan(b, whole *rollout.Batch, cfg Config) *plan {
+	adv, zeroStd := Advantages(whole.Rewards, whole.Group, cfg)
+	whole.Advantages = adv
 	p := &plan{zeroStd: zeroStd, noSignal: cfg.Beta == 0 && cfg.EntropyCoef == 0}
-	var counted []*completion
-	for i := range b.Completions {
-		c := &b.Completions[i]
-		k := &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[i],
-			keep: !(cfg.DropZeroStd && zeroStd[i/b.Group]) && !(cfg.MaskTruncated && c.Truncated)}
-		if k.keep {
-			p.trained = append(p.trained, k)
-			p.noSignal = p.noSignal && k.adv == 0
+	g := whole.Group
+	local := localIndex(b)
+	if b != whole {
+		b.Advantages = make([]float64, len(b.Completions))
+	}
+	keep := func(gi int) bool {
+		return !(cfg.DropZeroStd && zeroStd[gi/g]) && !(cfg.MaskTruncated && whole.Completions[gi].Truncated)
+	}
+	// The whole batch's counted completions, in order; the minibatches are runs of them.
+	var counted []int
+	for gi := range whole.Completions {
+		if keep(gi) {
+			p.wholeTrained++
+			p.noSignal = p.noSignal && adv[gi] == 0
 		}
-		if k.keep || cfg.MaskedInDenominator {
-			counted = append(counted, k)
+		if keep(gi) || cfg.MaskedInDenominator {
+			counted = append(counted, gi)
 		}
 	}
+	mine := make(map[int]*completion, len(b.Completions))
+	for gi := range whole.Completions {
+		i := local(gi)
+		if i < 0 {
+			continue
+		}
+		c := &b.Completions[i]
+		b.Advantages[i] = adv[gi]
+		k := &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[gi], keep: keep(gi)}
+		if k.keep {
+			p.trained = append(p.trained, k)
+		}
+		mine[gi] = k
+	}
 	for mb := range cfg.Minibatches {
-		p.minibatches = append(p.minibatches, counted[mb*len(counted)/cfg.Minibatches:(mb+1)*len(counted)/cfg.Minibatches])
+		var part []*completion
+		var t minibatchTotal
+		for _, gi := range counted[mb*len(counted)/cfg.Minibatches : (mb+1)*len(counted)/cfg.Minibatches] {
+			t.seqs++
+			if keep(gi) {
+				t.keptTokens += len(whole.Completions[gi].Tokens)
+				t.trained++
+			}
+			if k := mine[gi]; k != nil {
+				part = append(part, k)
+			}
+		}
+		p.minibatches, p.totals = append(p.minibatches, part), append(p.totals, t)
 	}
 	return p
 }
@@ -276,8 +344,8 @@ func newUpdates() *updates { return &updates{st: newStats(), layerNorms: map[str
 
 // minibatch runs one minibatch: its loss and gradient over micro-batches, then, unless the
 // step has no signal, one optimizer update or a skip when something is not finite.
-func (tr *Trainer) minibatch(ctx context.Context, part []*completion, noSignal bool, b *rollout.Batch, cfg Config, u *updates) error {
-	w := minibatchWeights(part, cfg, b.MaxNewTokens)
+func (tr *Trainer) minibatch(ctx context.Context, part []*completion, total minibatchTotal, noSignal bool, b *rollout.Batch, cfg Config, u *updates) error {
+	w := minibatchWeights(part, total, cfg, b.MaxNewTokens)
 	var train []*completion
 	var trainW []weights
 	for i, k := range part {
@@ -285,8 +353,8 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, noSignal b
 			train, trainW = append(train, k), append(trainW, w[i])
 		}
 	}
-	if len(train) == 0 {
-		return nil
+	if total.trained == 0 {
+		return nil // on every rank: the whole minibatch trains nothing
 	}
 	st := &u.st
 	st.loss, st.pgLoss, st.klLoss, st.ent = 0, 0, 0, 0
@@ -306,6 +374,15 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, noSignal b
 		}
 		lo = hi
 	}
+	// This minibatch's loss over the ranks, so that every rank sees a non-finite one.
+	world := tr.worldOf()
+	if world.Size() > 1 {
+		l := []float64{st.loss, st.pgLoss, st.klLoss, st.ent}
+		if err := world.SumF64(l); err != nil {
+			return err
+		}
+		st.loss, st.pgLoss, st.klLoss, st.ent = l[0], l[1], l[2], l[3]
+	}
 	if !u.haveFirst {
 		u.first, u.haveFirst = *st, true // the first minibatch run comes before any update
 	}
@@ -313,6 +390,9 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, noSignal b
 	u.lossSum, u.pgSum, u.klSum, u.entSum = u.lossSum+st.loss, u.pgSum+st.pgLoss, u.klSum+st.klLoss, u.entSum+st.ent
 	if noSignal {
 		return nil // no gradient anywhere: nothing to apply, and AdamW's momentum must not move the weights
+	}
+	if err := tr.sumGrads(); err != nil {
+		return err
 	}
 	if tr.Hooks.AfterBackward != nil {
 		tr.Hooks.AfterBackward(tr.Policy)
@@ -477,4 +557,26 @@ func resize(s []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return s[:n]
+}
+
+// sumGrads replaces the policy's gradient on every rank with its sum over the ranks.
+func (tr *Trainer) sumGrads() error {
+	world := tr.worldOf()
+	if world.Size() == 1 {
+		return nil
+	}
+	m := tr.Policy
+	m.EnsureGrads()
+	if m.Grads.M.Host != nil {
+		return world.SumF32(m.Grads.F32())
+	}
+	if len(tr.hostGrads) != m.Grads.N {
+		tr.hostGrads = make([]float32, m.Grads.N)
+	}
+	m.B.Download(tr.hostGrads, m.Grads)
+	if err := world.SumF32(tr.hostGrads); err != nil {
+		return err
+	}
+	m.B.Upload(m.Grads, tr.hostGrads)
+	return nil
 }

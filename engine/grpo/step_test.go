@@ -96,7 +96,7 @@ func TestFirstMinibatchInvariants(t *testing.T) {
 // lossAt evaluates the step's loss for the current parameters without updating anything.
 func lossAt(t *testing.T, tr *Trainer, kept []*completion, b *rollout.Batch, cfg Config) float64 {
 	st := newStats()
-	if err := tr.microBatch(kept, minibatchWeights(kept, cfg, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
+	if err := tr.microBatch(kept, minibatchWeights(kept, totalOf(kept), cfg, b.MaxNewTokens), b.Temperature, cfg, &st, false); err != nil {
 		t.Fatal(err)
 	}
 	return st.loss
@@ -160,7 +160,7 @@ func TestLossGradientFiniteDifferences(t *testing.T) {
 			}
 			st := newStats()
 			tr.Policy.ZeroGrads()
-			if err := tr.microBatch(kept, minibatchWeights(kept, cfg, b.MaxNewTokens), b.Temperature, cfg, &st, true); err != nil {
+			if err := tr.microBatch(kept, minibatchWeights(kept, totalOf(kept), cfg, b.MaxNewTokens), b.Temperature, cfg, &st, true); err != nil {
 				t.Fatal(err)
 			}
 			if st.clipLow+st.clipHigh == 0 && v.level == LevelToken {

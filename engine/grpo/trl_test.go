@@ -102,7 +102,7 @@ func TestTRLParity(t *testing.T) {
 				b.Completions = append(b.Completions, rollout.Completion{Prompt: i, Tokens: make([]int32, n),
 					LogProbs: f32s(old), Truncated: in.Truncated[i]})
 			}
-			p := newPlan(b, cfg)
+			p := newPlan(b, b, cfg)
 			adv, _ := Advantages(b.Rewards, b.Group, cfg)
 			for i, want := range c.Advantages {
 				if math.Abs(adv[i]-want) > tol {
@@ -113,7 +113,7 @@ func TestTRLParity(t *testing.T) {
 				t.Fatalf("%d minibatches", len(p.minibatches))
 			}
 			part := p.minibatches[0]
-			w := minibatchWeights(part, cfg, b.MaxNewTokens)
+			w := minibatchWeights(part, p.totals[0], cfg, b.MaxNewTokens)
 			st := newStats()
 			dlogp := make([][]float32, len(in.Lengths))
 			dent := make([][]float32, len(in.Lengths))

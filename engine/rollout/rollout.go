@@ -88,6 +88,11 @@ type Batch struct {
 	// Filled by a GRPO step: each completion's advantage (0 for a group without variance).
 	Advantages []float64
 
+	// A rank's share of a batch split across the ranks of a data-parallel run: Groups[i] is
+	// the index of prompt i's group in the whole batch, of TotalGroups. Nil: the whole batch.
+	Groups      []int
+	TotalGroups int
+
 	Stats Stats
 }
 
@@ -310,4 +315,20 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// GlobalGroup is the index of local prompt i's group in the whole batch.
+func (b *Batch) GlobalGroup(i int) int {
+	if b.Groups == nil {
+		return i
+	}
+	return b.Groups[i]
+}
+
+// WholeGroups is the number of groups of the whole batch, of which this one holds a share.
+func (b *Batch) WholeGroups() int {
+	if b.Groups == nil {
+		return len(b.Prompts)
+	}
+	return b.TotalGroups
 }
