@@ -1,6 +1,8 @@
 package luabind
 
 import (
+	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/rookscript/rookscript/engine/atomicfile"
 	"github.com/rookscript/rookscript/engine/chess"
+	"github.com/rookscript/rookscript/engine/dist"
 	"github.com/rookscript/rookscript/engine/rollout"
 	"github.com/rookscript/rookscript/engine/rookworld"
 	"github.com/rookscript/rookscript/engine/sft"
@@ -435,21 +438,36 @@ func (e *Env) luaEval(L *lua.LState) int {
 	}
 	s.Histories = histories(L)
 	cfg := o.rollout()
+	// In a data-parallel run each rank answers its share of the prompts (prompt i on rank
+	// i mod size) and every rank gets every answer's result, so that all print one table.
+	c := e.world()
+	var share []string
+	var at []int
+	for i, p := range prompts {
+		if i%c.Size() == c.Rank() {
+			share, at = append(share, p), append(at, i)
+		}
+	}
 	decoding := e.startPhase(fmt.Sprintf("eval: decoding %d prompts", len(prompts)), cfg.MaxNewTokens)
 	cfg.Progress = decoding.update
-	b := m.generate(L, prompts, cfg)
+	b := m.generate(L, share, cfg)
 	decoding.done()
 	scoring := e.startPhase(fmt.Sprintf("eval: scoring %d answers", len(b.Completions)), len(b.Completions))
 	s.Progress = scoring.update
 	defer scoring.done()
 	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
-		ins[i] = rookworld.Input{Prompt: prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+		ins[i] = rookworld.Input{Prompt: share[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
 	}
-	metrics, res, err := s.Evaluate(L.Context(), ins)
+	mine, err := s.ScoreBatch(L.Context(), ins)
+	if err := e.agree(err); err != nil {
+		L.RaiseError("rook.eval: %s", err.Error())
+	}
+	res, err := gatherResults(c, mine, at, len(prompts))
 	if err != nil {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
+	metrics := rookworld.ComputeMetrics(res)
 	out := map[string]any{}
 	for k, v := range metrics.Map() {
 		out[k] = v
@@ -458,7 +476,7 @@ func (e *Env) luaEval(L *lua.LState) int {
 	answers := make([]any, len(prompts))
 	for i, r := range res {
 		sum += r.Total
-		answers[b.Completions[i].Prompt] = answerMetrics(r)
+		answers[i] = answerMetrics(r)
 	}
 	if len(res) > 0 {
 		out["reward_mean"] = sum / float64(len(res))
@@ -466,6 +484,39 @@ func (e *Env) luaEval(L *lua.LState) int {
 	out["answers"] = answers
 	L.Push(fromGo(L, out))
 	return 1
+}
+
+// gatherResults puts every rank's results (theirs[k] the result of prompt at[k]) in prompt
+// order, on every rank.
+func gatherResults(c dist.Comm, theirs []rookworld.Result, at []int, n int) ([]rookworld.Result, error) {
+	if c.Size() == 1 {
+		return theirs, nil
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(struct {
+		At  []int
+		Res []rookworld.Result
+	}{at, theirs}); err != nil {
+		return nil, err
+	}
+	all, err := dist.Gather(c, buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rookworld.Result, n)
+	for _, b := range all {
+		var part struct {
+			At  []int
+			Res []rookworld.Result
+		}
+		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&part); err != nil {
+			return nil, err
+		}
+		for k, i := range part.At {
+			out[i] = part.Res[k]
+		}
+	}
+	return out, nil
 }
 
 // answerMetrics is one answer's reward and its task's metrics, by the same definitions as the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/device"
+	"github.com/rookscript/rookscript/engine/dist"
 	"github.com/rookscript/rookscript/engine/tokenizer"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	// Trust runs the recipe with the user's rights: processes, native code, any file. By
 	// default a recipe runs confined (sandbox.go); --trust and the REPL set this.
 	Trust bool
+	// World is the run's world of ranks when mpirun or srun started it (world.go); nil: one
+	// rank. A rank other than 0 prints nothing and writes no run directory.
+	World dist.Comm
 }
 
 // Env is one Lua state with module rook loaded and the Go resources its scripts create.
@@ -65,6 +69,9 @@ func New(opts Options) (*Env, error) {
 	args, err := parseOverrides(opts.Args)
 	if err != nil {
 		return nil, UsageError{err}
+	}
+	if opts.World != nil && opts.World.Rank() != 0 {
+		opts.Quiet = true // rank 0 speaks for the run
 	}
 	e := &Env{opts: opts, out: opts.Stdout, args: args, usedA: map[string]bool{}, backends: map[string]backend.Backend{},
 		intr: &interrupts{}}
@@ -216,8 +223,12 @@ func (e *Env) print(L *lua.LState) int {
 	return 0
 }
 
-// say prints a line without breaking a progress line being drawn.
+// say prints a line without breaking a progress line being drawn; on rank 0 only, in a
+// data-parallel run (every rank runs the same recipe).
 func (e *Env) say(line string) {
+	if !e.main() {
+		return
+	}
 	if e.progress != nil && e.progress.tty && e.progress.drawn {
 		e.progress.note(line)
 		return

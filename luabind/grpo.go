@@ -81,12 +81,15 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 		p.faultNaN = false
 		tr.Hooks.AfterBackward = poisonGradient
 	}
+	if c := e.world(); c.Size() > 1 {
+		tr.Comm = c // the ranks' shares of the batch step together
+	}
 	m, err := tr.Step(L.Context(), b.b, cfg)
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
 	t := metricsTable(L, m)
-	if why := grpo.NoRewardSignal(b.b, cfg); why != "" {
+	if why := tr.NoSignal; why != "" {
 		t.RawSetString("no_signal_reason", lua.LString(why)) // a string: run:log shows it, metrics.jsonl keeps numbers
 	}
 	L.Push(t)

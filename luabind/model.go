@@ -178,7 +178,7 @@ func (e *Env) modelMethods() map[string]lua.LGFunction {
 		"sync":      modelSync,
 		"save":      e.modelSave,
 		"generate":  modelGenerate,
-		"rollout":   modelRollout,
+		"rollout":   e.modelRollout,
 		"logprobs":  modelLogprobs,
 		"info":      modelInfo,
 		"hash":      modelHash,
@@ -409,12 +409,36 @@ func modelGenerate(L *lua.LState) int {
 }
 
 // model:rollout(prompts, opts) → batch: opts.group completions per prompt.
-func modelRollout(L *lua.LState) int {
+//
+// In a data-parallel run each rank samples its share of the prompts — their groups dealt in
+// turn, group g to rank g mod size — with the random streams they have in the whole batch,
+// so that the groups drawn do not depend on the number of ranks; the batch holds the share.
+func (e *Env) modelRollout(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
 	cfg := m.sampling(L, 3)
-	b := m.generate(L, prompts, cfg)
-	L.Push(newUserData(L, batchType, &batch{b: b, prompts: prompts}))
+	c := e.world()
+	if c.Size() == 1 {
+		b := m.generate(L, prompts, cfg)
+		L.Push(newUserData(L, batchType, &batch{b: b, prompts: prompts}))
+		return 1
+	}
+	if len(prompts) < c.Size() {
+		L.ArgError(2, fmt.Sprintf("%d prompts cannot be shared by %d ranks: a rank samples whole groups (give at least one prompt per rank)", len(prompts), c.Size()))
+	}
+	seen := map[string]int{}
+	var share []string
+	var groups []int
+	for g, p := range prompts {
+		occ := seen[p]
+		seen[p]++
+		if g%c.Size() == c.Rank() {
+			share, groups, cfg.Occurrences = append(share, p), append(groups, g), append(cfg.Occurrences, occ)
+		}
+	}
+	b := m.generate(L, share, cfg)
+	b.Groups, b.TotalGroups = groups, len(prompts)
+	L.Push(newUserData(L, batchType, &batch{b: b, prompts: share}))
 	return 1
 }
 

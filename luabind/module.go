@@ -30,11 +30,12 @@ func (e *Env) loader(L *lua.LState) int {
 		"progress":  e.luaProgress,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
+	mod.RawSetString("world", e.worldTable(L))
 	grpo := L.NewTable()
 	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan})
 	mod.RawSetString("grpo", grpo)
 	debug := L.NewTable()
-	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN})
+	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN, "kill": luaKill})
 	mod.RawSetString("debug", debug)
 	sftMod := L.NewTable()
 	L.SetFuncs(sftMod, map[string]lua.LGFunction{"step": luaSFTStep, "loss": luaSFTLoss, "plan": luaSFTPlan})

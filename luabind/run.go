@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -197,34 +200,55 @@ type runOptions struct {
 	PrintSampleEvery int `json:"print_sample_every"`
 }
 
+// create starts a new run in dir. In a data-parallel run rank 0 creates the directory and
+// writes it; the other ranks read it (a filesystem every rank sees), and write nothing.
 func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
-	cr, err := checkpoint.Create(dir, opts)
+	e := r.env
+	_, err := e.fromMain(func() ([]byte, error) {
+		cr, err := checkpoint.Create(dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		r.r = cr
+		if err := r.writeRecords(cfg); err != nil {
+			cr.Close()
+			return nil, err
+		}
+		return nil, nil
+	})
 	if err != nil {
 		return err
 	}
-	if err := r.start(cr, cfg); err != nil {
-		cr.Close()
-		return err
-	}
-	return nil
-}
-
-func (r *run) start(cr *checkpoint.Run, cfg any) error {
-	r.r = cr
-	if err := r.writeRecipe(); err != nil {
-		return err
-	}
-	if cfg != nil {
-		if err := cr.WriteConfig(cfg); err != nil {
+	if !e.main() {
+		cr, err := checkpoint.OpenReadOnly(dir)
+		if err == nil {
+			r.r = cr
+		}
+		if err := e.agree(err); err != nil {
 			return err
 		}
+	} else if err := e.agree(nil); err != nil {
+		r.r.Close()
+		return err
 	}
 	id, err := r.startReference()
-	if err != nil {
+	if err := e.agree(err); err != nil {
+		r.r.Close()
 		return err
 	}
 	r.identity = id
 	r.optBase = r.opt.o.Config
+	return nil
+}
+
+// writeRecords writes the run's copies of its recipe and resolved config (rank 0).
+func (r *run) writeRecords(cfg any) error {
+	if err := r.writeRecipe(); err != nil {
+		return err
+	}
+	if cfg != nil {
+		return r.r.WriteConfig(cfg)
+	}
 	return nil
 }
 
@@ -280,43 +304,71 @@ func (r *run) writeRecipe() error {
 	return r.r.WriteRecipe(src)
 }
 
+// resume continues the run in dir from its newest checkpoint. In a data-parallel run rank 0
+// opens it for writing and names the checkpoint; every rank loads that one.
 func (r *run) resume(L *lua.LState, dir string, cfg any) error {
-	cr, err := checkpoint.Open(dir)
+	e := r.env
+	name, err := e.fromMain(func() ([]byte, error) {
+		cr, err := checkpoint.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		r.r = cr
+		n, err := cr.LatestName()
+		if err != nil {
+			cr.Close()
+			return nil, fmt.Errorf("resume %s: %w", dir, err)
+		}
+		return []byte(n), nil
+	})
 	if err != nil {
 		return err
 	}
-	if err := r.resumeFrom(cr, cfg); err != nil {
-		cr.Close()
+	if !e.main() {
+		cr, err := checkpoint.OpenReadOnly(dir)
+		if err == nil {
+			r.r = cr
+		}
+		if err := e.agree(err); err != nil {
+			return err
+		}
+	} else if err := e.agree(nil); err != nil {
+		r.r.Close()
+		return err
+	}
+	if err := r.resumeFrom(string(name), cfg); err != nil {
+		r.r.Close()
 		return err
 	}
 	return nil
 }
 
-func (r *run) resumeFrom(cr *checkpoint.Run, cfg any) error {
-	st, err := cr.Latest()
+func (r *run) resumeFrom(name string, cfg any) error {
+	cr, e := r.r, r.env
+	st, err := cr.Load(name)
 	if err != nil {
-		return fmt.Errorf("resume %s: %w", cr.Dir, err)
+		err = fmt.Errorf("resume %s: %w", cr.Dir, err)
+	} else {
+		err = r.apply(st, true)
 	}
-	r.r = cr
-	if err := r.apply(st, true); err != nil {
+	if err := e.agree(err); err != nil {
 		return err
-	}
-	dropped, err := cr.RewindMetrics(st)
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", cr.Dir, err)
 	}
 	// What the run goes on with is recorded, and every later checkpoint carries it.
 	if cfg == nil && st.Config != nil {
 		cfg = st.Config
 	}
-	if cfg != nil {
-		if err := cr.WriteConfig(cfg); err != nil {
-			return err
+	b, err := e.fromMain(func() ([]byte, error) {
+		dropped, err := cr.RewindMetrics(st)
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: %w", cr.Dir, err)
 		}
-	}
-	if err := r.writeRecipe(); err != nil {
+		return []byte(fmt.Sprint(dropped)), r.writeRecords(cfg)
+	})
+	if err != nil {
 		return err
 	}
+	dropped, _ := strconv.Atoi(string(b))
 	// The engine defaults the run's calls decode over (rook.config restored them already when
 	// the command line resumes).
 	notes, err := settingsOf(r.env.L).restore(st.Settings, fmt.Sprintf("checkpoint %s of %s", st.Name, cr.Dir))
@@ -325,7 +377,6 @@ func (r *run) resumeFrom(cr *checkpoint.Run, cfg any) error {
 	}
 	r.resumed = true
 	r.recipe = st.Recipe
-	e := r.env
 	if e.resume != nil {
 		e.resume.applied = true
 	}
@@ -589,12 +640,17 @@ func runLog(L *lua.LState) int {
 		}
 		m = pm
 	}
-	if err := r.r.AppendMetrics(step, m); err != nil {
-		L.RaiseError("%s", err.Error())
+	if r.env.main() {
+		if err := r.r.AppendMetrics(step, m); err != nil {
+			L.RaiseError("%s", err.Error())
+		}
 	}
 	r.step = max(r.step, step)
 	if prefix != "" {
 		return 0
+	}
+	if err := r.sameWeights(step); err != nil {
+		L.RaiseError("run:log(%d): %s", step, err.Error())
 	}
 	r.summary.logged(step, m)
 	why := lua.LVAsString(L.CheckTable(3).RawGetString("no_signal_reason"))
@@ -614,6 +670,21 @@ func runSaveDue(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
 	due := r.env.intr.signal() != nil || (r.saveEvery > 0 && step%r.saveEvery == 0) || (r.steps > 0 && step == r.steps)
+	if c := r.env.world(); c.Size() > 1 {
+		// A signal reaches the ranks at different moments: when one rank has seen it, every
+		// rank saves and ends as it does. One collective, the same on every rank.
+		v := []float64{boolNum(due), 0, 0}
+		if s, ok := r.env.intr.signal().(syscall.Signal); ok {
+			v[1], v[2] = 1, float64(s)
+		}
+		if err := c.SumF64(v); err != nil {
+			L.RaiseError("run:save_due: %s", err.Error())
+		}
+		due = v[0] > 0
+		if v[1] > 0 && r.env.intr.signal() == nil {
+			r.env.Interrupt(syscall.Signal(int(v[2] / v[1])))
+		}
+	}
 	L.Push(lua.LBool(due))
 	return 1
 }
@@ -667,10 +738,26 @@ func runSave(L *lua.LState) int {
 		st.Metrics = metricsArg(L, L.GetTop())
 		L.Pop(1)
 	}
-	name, err := r.r.Save(st)
-	if name == "" {
-		r.saveErr = err
-		L.RaiseError("run:save(%d): %s", step, err.Error())
+	// Rank 0 writes the checkpoint; every rank learns how it went (name, warning or error).
+	out, ferr := r.env.fromMain(func() ([]byte, error) {
+		name, err := r.r.Save(st)
+		if name == "" {
+			return nil, err
+		}
+		warning := ""
+		if err != nil {
+			warning = err.Error()
+		}
+		return []byte(name + "\x00" + warning), nil
+	})
+	if ferr != nil {
+		r.saveErr = ferr
+		L.RaiseError("run:save(%d): %s", step, ferr.Error())
+	}
+	name, warning, _ := strings.Cut(string(out), "\x00")
+	var err error
+	if warning != "" {
+		err = errors.New(warning)
 	}
 	r.saveErr = nil
 	r.step = step
@@ -743,20 +830,33 @@ func (e *Env) luaRunState(L *lua.LState) int {
 // to go back to or it does not load.
 func runRollback(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
-	st, err := r.r.Latest()
-	if errors.Is(err, checkpoint.ErrNoCheckpoint) {
-		L.RaiseError("run:rollback: no checkpoint saved yet in %s: nothing to go back to", r.r.Dir)
-	}
+	e := r.env
+	// Rank 0 names the checkpoint; every rank goes back to it.
+	nb, err := e.fromMain(func() ([]byte, error) {
+		name, err := r.r.LatestName()
+		if errors.Is(err, checkpoint.ErrNoCheckpoint) {
+			return nil, fmt.Errorf("no checkpoint saved yet in %s: nothing to go back to", r.r.Dir)
+		}
+		return []byte(name), err
+	})
 	if err != nil {
 		L.RaiseError("run:rollback: %s", err.Error())
 	}
-	if err := r.apply(st, false); err != nil {
-		L.RaiseError("run:rollback to %s: %s", st.Name, err.Error())
+	st, err := r.r.Load(string(nb))
+	if err == nil {
+		err = r.apply(st, false)
 	}
-	dropped, err := r.r.RewindMetrics(st)
+	if err := e.agree(err); err != nil {
+		L.RaiseError("run:rollback to %s: %s", nb, err.Error())
+	}
+	b, err := e.fromMain(func() ([]byte, error) {
+		dropped, err := r.r.RewindMetrics(st)
+		return []byte(strconv.Itoa(dropped)), err
+	})
 	if err != nil {
 		L.RaiseError("run:rollback to %s: %s", st.Name, err.Error())
 	}
+	dropped, _ := strconv.Atoi(string(b))
 	r.progress.note(fmt.Sprintf("rolled back to %s (%d later records moved to %s)", st.Name, dropped, checkpoint.DiscardedMetricsFile))
 	L.Push(lua.LNumber(st.Step))
 	return 1
@@ -799,11 +899,16 @@ func runReport(L *lua.LState) int {
 func (r *run) report(text string) (string, error) {
 	path := filepath.Join(r.r.Dir, "report.txt")
 	stamp := time.Now().Format(time.RFC3339)
-	if err := os.WriteFile(path, []byte(stamp+"\n"+text+"\n"), 0o644); err != nil {
+	_, err := r.env.fromMain(func() ([]byte, error) {
+		return nil, os.WriteFile(path, []byte(stamp+"\n"+text+"\n"), 0o644)
+	})
+	if err != nil {
 		return "", err
 	}
-	r.progress.finish()
-	fmt.Fprintln(r.env.out, text)
+	if r.env.main() {
+		r.progress.finish()
+		fmt.Fprintln(r.env.out, text)
+	}
 	return path, nil
 }
 

@@ -43,8 +43,10 @@ func (r *run) logSamples(step int, b *batch) error {
 	for _, i := range pickSamples(len(b.b.Completions), r.samples) {
 		ss = append(ss, sampleOf(step, b, i))
 	}
-	if err := r.r.AppendSamples(ss); err != nil {
-		return err
+	if r.env.main() { // rank 0's share, in a data-parallel run
+		if err := r.r.AppendSamples(ss); err != nil {
+			return err
+		}
 	}
 	if r.printEvery > 0 && step%r.printEvery == 0 {
 		r.progress.note("sample of " + ss[0].String())

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rookscript/rookscript/engine/dist"
 	"github.com/rookscript/rookscript/luabind"
 	"github.com/rookscript/rookscript/repl"
 )
@@ -108,7 +109,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rookscript: %q is not a recipe (want FILE.lua)\n\n%s", recipe, usage)
 		return 2
 	}
-	env, err := luabind.New(luabind.Options{Args: args[1:], Recipe: recipe, Stdout: stdout, Quiet: quiet, Trust: trust})
+	// Started by mpirun or srun, this process is one rank of a data-parallel run (dist).
+	world, err := dist.Open()
+	if err != nil {
+		fmt.Fprintf(stderr, "rookscript: %v\n", err)
+		return 1
+	}
+	if world.Size() > 1 {
+		stderr = rankWriter{stderr, world.Rank()}
+	}
+	code := runRank(recipe, args[1:], world, stdout, stderr, quiet, trust)
+	if code != 0 && world.Size() > 1 {
+		// The other ranks may be waiting for this one in a collective: end them all.
+		world.Abort(code)
+	}
+	if err := world.Close(); err != nil && code == 0 {
+		fmt.Fprintf(stderr, "rookscript: %v\n", err)
+		return 1
+	}
+	return code
+}
+
+func runRank(recipe string, args []string, world dist.Comm, stdout, stderr io.Writer, quiet, trust bool) int {
+	env, err := luabind.New(luabind.Options{Args: args, Recipe: recipe, Stdout: stdout, Quiet: quiet, Trust: trust, World: world})
 	if err != nil {
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2
@@ -119,6 +142,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stopSignals := handleSignals(env, cancel, stderr)
 	defer stopSignals()
 	return exitCode(env.RunFile(ctx, recipe), stderr)
+}
+
+// rankWriter starts each write with the rank it comes from: in a data-parallel run every
+// rank reports its own errors on the one terminal.
+type rankWriter struct {
+	w    io.Writer
+	rank int
+}
+
+func (r rankWriter) Write(p []byte) (int, error) {
+	if _, err := fmt.Fprintf(r.w, "[rank %d] %s", r.rank, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // handleSignals turns the first SIGINT or SIGTERM into a graceful interrupt (the open run

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -78,4 +79,25 @@ func chunks(n, size int) []int {
 		off[r] = r * n / size
 	}
 	return off
+}
+
+// Gather gives every rank every rank's b (of any length), in rank order: a broadcast from
+// each rank in turn, its length first. For small things: names, results, hashes.
+func Gather(c Comm, b []byte) ([][]byte, error) {
+	all := make([][]byte, c.Size())
+	for r := range c.Size() {
+		size := make([]byte, 8)
+		binary.LittleEndian.PutUint64(size, uint64(len(b)))
+		if err := c.Broadcast(size, r); err != nil {
+			return nil, err
+		}
+		all[r] = make([]byte, binary.LittleEndian.Uint64(size))
+		if r == c.Rank() {
+			copy(all[r], b)
+		}
+		if err := c.Broadcast(all[r], r); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
 }

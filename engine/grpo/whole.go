@@ -56,7 +56,11 @@ func wholeBatch(c dist.Comm, b *rollout.Batch) (*rollout.Batch, error) {
 		}
 		v[2*n+gi] = b.Rewards[i]
 		for f, name := range names {
-			v[(3+f)*n+gi] = b.Components[name][i]
+			if vals, ok := b.Components[name]; ok {
+				v[(3+f)*n+gi] = vals[i]
+			} else {
+				v[(3+f)*n+gi] = math.NaN() // does not apply to this share's completions
+			}
 		}
 	}
 	if err := c.SumF64(v); err != nil {
@@ -76,30 +80,35 @@ func wholeBatch(c dist.Comm, b *rollout.Batch) (*rollout.Batch, error) {
 	return w, nil
 }
 
-// componentNames are the reward components of the batch, which every rank's share must name
-// alike (the same reward function scored them).
+// componentNames are the reward components of the whole batch: every name a rank's share
+// has (a component applies to one task, and a share may hold one task only), sorted. A share
+// without one has NaN there, as a batch has for the completions a component does not apply to.
 func componentNames(c dist.Comm, b *rollout.Batch) ([]string, error) {
 	names := make([]string, 0, len(b.Components))
 	for k := range b.Components {
 		names = append(names, k)
 	}
-	slices.Sort(names)
 	mine, _ := json.Marshal(names)
-	theirs := slices.Clone(mine)
-	// Rank 0's list, checked everywhere: its length first, then its bytes.
-	size := []byte{byte(len(theirs) >> 24), byte(len(theirs) >> 16), byte(len(theirs) >> 8), byte(len(theirs))}
-	if err := c.Broadcast(size, 0); err != nil {
+	all, err := dist.Gather(c, mine)
+	if err != nil {
 		return nil, err
 	}
-	theirs = make([]byte, int(size[0])<<24|int(size[1])<<16|int(size[2])<<8|int(size[3]))
-	copy(theirs, mine)
-	if err := c.Broadcast(theirs, 0); err != nil {
-		return nil, err
+	set := map[string]bool{}
+	for r, raw := range all {
+		var theirs []string
+		if err := json.Unmarshal(raw, &theirs); err != nil {
+			return nil, fmt.Errorf("grpo: rank %d's reward components: %w", r, err)
+		}
+		for _, k := range theirs {
+			set[k] = true
+		}
 	}
-	if string(theirs) != string(mine) {
-		return nil, fmt.Errorf("grpo: rank %d's batch has reward components %s, rank 0's %s", c.Rank(), mine, theirs)
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
 	}
-	return names, nil
+	slices.Sort(out)
+	return out, nil
 }
 
 // localIndex maps the whole batch's completion gi to this share's, or -1 when another rank

@@ -29,6 +29,10 @@ type Config struct {
 	Decode func([]int32) string `json:"-"`
 	// Progress, if set, is told after each token step how many of at most MaxNewTokens ran.
 	Progress func(step, maxSteps int) `json:"-"`
+	// Occurrences, if set, gives each prompt's occurrence among the copies of its text in the
+	// whole batch (0 for the first): what a rank sampling a share of a batch needs, so that a
+	// completion's random stream is the one it has in the whole batch. Nil: counted here.
+	Occurrences []int `json:"-"`
 }
 
 // DefaultConfig is a rollout of 8 completions per prompt, each of at most 128 new tokens,
@@ -148,6 +152,9 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 	if len(prompts) == 0 {
 		return &Batch{Group: cfg.Group, Temperature: cfg.Temperature, Shaping: cfg.Shaping, MaxNewTokens: cfg.MaxNewTokens}, nil
 	}
+	if cfg.Occurrences != nil && len(cfg.Occurrences) != len(prompts) {
+		return nil, fmt.Errorf("rollout: %d occurrences for %d prompts", len(cfg.Occurrences), len(prompts))
+	}
 	start := time.Now()
 	longest := 0
 	var pb gpt2.Batch
@@ -195,6 +202,9 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		key := promptKey(p)
 		occurrence := seen[key]
 		seen[key]++
+		if cfg.Occurrences != nil {
+			occurrence = cfg.Occurrences[i]
+		}
 		for j := range g {
 			k := i*g + j
 			if j > 0 {

@@ -1,0 +1,18 @@
+-- A small GRPO run whose rewards vary (the length of each answer), for the data-parallel
+-- tests: run on one rank or several, killed on one rank (kill_rank, kill_at), resumed.
+local rook = require("rook")
+local cfg = rook.config{ run_dir = "runs/dp", steps = 3, save_every = 1, prompts = 4, kill_rank = -1, kill_at = 0, out = "" }
+local policy = rook.load("random:tiny")
+local ref, opt = policy:reference(), rook.adamw(policy, { lr = 3e-4 })
+local data = rook.positions{ generator = { seed = 3 }, task = "mix" }
+local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume, policy = policy, ref = ref, opt = opt, data = data,
+                             steps = cfg.steps, save_every = cfg.save_every })
+while run.step < cfg.steps do
+  local step = run.step + 1
+  if rook.world.rank == cfg.kill_rank and step == cfg.kill_at then rook.debug.kill() end
+  local batch = policy:rollout(data:next(cfg.prompts), { group = 4, max_new_tokens = 8, temperature = 1, seed = 100 + step })
+  rook.reward.fn(batch, function(_, text) return (#text % 5) / 4 end)
+  run:log(step, rook.grpo.step(policy, ref, opt, batch, { beta = 0.05 }), batch)
+  if run:save_due(step) then run:save(step) end
+end
+if cfg.out ~= "" and rook.world.is_main then assert(policy:save(cfg.out)) end
