@@ -129,7 +129,8 @@ func (e *Env) backend(name string, threads int) (backend.Backend, error) {
 	if b, ok := e.backends[key]; ok {
 		return b, nil
 	}
-	b, err := device.Open(key, device.Options{Threads: threads})
+	// In a data-parallel run each rank on a machine takes its own GPU: the one of its local rank.
+	b, err := device.Open(key, device.Options{Threads: threads, Ordinal: dist.LocalRank()})
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ const modelSpec = "random:124m@seed=42"
 const benchB, benchT = 4, 64
 
 // sections that -only selects from.
-var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo", "mem"}
+var sections = []string{"gemm", "engine", "torch", "untuned", "llmc", "gen", "torchgen", "torchstatic", "grpo", "dp", "mem"}
 
 // deviceSections are those that run on a GPU (-device cuda).
 var deviceSections = []string{"gemm", "engine", "gen", "grpo"}
@@ -122,8 +122,15 @@ func main() {
 	dev := flag.String("device", "cpu", "the engine's backend: cpu, or cuda (a binary built with -tags cuda; sections gemm, engine, gen and grpo)")
 	batch := flag.Int("batch", benchB, "sequences in the forward and train step's batch (B)")
 	seq := flag.Int("seq", benchT, "tokens per sequence in the forward and train step (T)")
+	dpRank := flag.Bool("dp-child", false, "run as one rank of the dp section's mpirun (the dp section's child processes)")
 	memCase := flag.String("mem-case", "", "run one case of the mem section in this process and print it as JSON (the mem section's child processes)")
 	flag.Parse()
+	if *dpRank {
+		if err := dpChild(*runs, *warmup); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *memCase != "" {
 		runtime.GOMAXPROCS(*threads)
 		if err := runMemCase(*memCase, *threads); err != nil {
@@ -313,6 +320,7 @@ type bench struct {
 	statPrefill, statDec series
 	statTotal            series
 	grpo                 grpoPhases
+	dp                   dpResult
 	memRuns              map[string]memRun
 	main                 mainJob
 	devPeak              map[string]int64 // -device cuda: the most device memory each section held
@@ -363,6 +371,9 @@ func (b *bench) run() *Report {
 	}
 	if b.sel["grpo"] {
 		b.section("grpo", b.runGRPO)
+	}
+	if b.sel["dp"] {
+		b.runDP()
 	}
 	if b.sel["mem"] {
 		b.runMem()
@@ -728,6 +739,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	}
 	if s["grpo"] {
 		b.grpoRows(add)
+	}
+	if s["dp"] {
+		b.dpRows(add)
 	}
 	if s["mem"] {
 		b.memRows(add)

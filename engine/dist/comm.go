@@ -59,6 +59,18 @@ func Launched() (rank, size int, ok bool) {
 	return 0, 1, false
 }
 
+// LocalRank is this rank's index among the ranks on its machine, as the launcher says
+// (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID): the GPU a rank takes. 0 when
+// no launcher says.
+func LocalRank() int {
+	for _, v := range []string{"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"} {
+		if r, err := strconv.Atoi(os.Getenv(v)); err == nil && r >= 0 {
+			return r
+		}
+	}
+	return 0
+}
+
 // Open returns the world this process belongs to: MPI's when a launcher started it (even as
 // a world of one: mpirun -np 1 behaves as a rank), Single otherwise.
 func Open() (Comm, error) {

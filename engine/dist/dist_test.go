@@ -48,6 +48,9 @@ func TestSumsRank(t *testing.T) {
 	if c.Size() != 3 {
 		t.Fatalf("size %d, want 3", c.Size())
 	}
+	if LocalRank() != c.Rank() { // one machine: the local ranks are the ranks
+		t.Fatalf("LocalRank() = %d on rank %d", LocalRank(), c.Rank())
+	}
 	if r, s, ok := Launched(); !ok || r != c.Rank() || s != 3 {
 		t.Fatalf("Launched() = %d, %d, %v; MPI says rank %d", r, s, ok, c.Rank())
 	}

@@ -3,7 +3,7 @@
 local rook = require("rook")
 local cfg = rook.config{ run_dir = "runs/dp", steps = 3, save_every = 1, prompts = 4, kill_rank = -1, kill_at = 0, out = "" }
 local policy = rook.load("random:tiny")
-local ref, opt = policy:reference(), rook.adamw(policy, { lr = 3e-4 })
+local ref, opt = policy:reference(), rook.adamw(policy, { lr = 1e-4 })
 local data = rook.positions{ generator = { seed = 3 }, task = "mix" }
 local run = assert(rook.run{ dir = cfg.run_dir, resume = cfg.resume, policy = policy, ref = ref, opt = opt, data = data,
                              steps = cfg.steps, save_every = cfg.save_every })
