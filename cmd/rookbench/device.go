@@ -71,16 +71,18 @@ func (b *bench) section(name string, f func()) {
 	}
 }
 
-// measureDeviceGEMM measures the device's ceilings: cuBLAS SGEMM through MatMul at the
-// model's shape and at a large square (the floors' rate), and the copy bandwidth.
+// measureDeviceGEMM measures the device's ceilings: cuBLAS SGEMM at the model's shape and at a
+// large square (the floors' rate), the forward's own MatMul at the model's shape, and the copy
+// bandwidth.
 func (b *bench) measureDeviceGEMM(_, warmup, runs int) (gemmResults, error) {
 	var g gemmResults
 	be, err := b.backend()
 	if err != nil {
 		return g, err
 	}
-	g.single = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072)
-	g.pool = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d³", devGEMMPeak), devGEMMPeak, devGEMMPeak, devGEMMPeak)
+	g.single = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072, true)
+	g.pool = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d³", devGEMMPeak), devGEMMPeak, devGEMMPeak, devGEMMPeak, true)
+	g.forward = gemmRateAt(be, warmup, runs, fmt.Sprintf("MatMul %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072, false)
 	g.blasThreads = skipped("OpenBLAS threads: the CPU's")
 	g.bandwidth = deviceBandwidth(be, warmup, runs)
 	return g, nil
@@ -133,8 +135,10 @@ func (b *bench) rateName() string {
 }
 
 func (b *bench) deviceGEMMRows(add func(Row)) {
-	gr := "SGEMM through the cuda backend's MatMul (cuBLAS, FP32), and the device's memory bandwidth"
+	gr := "cuBLAS SGEMM (FP32), the forward's batch-invariant MatMul, and the device's memory bandwidth"
 	add(valueRow(gr, "gemm.device_model", fmt.Sprintf("%d×768 · 768×3072: the MLP's product over a GRPO minibatch", devGEMMRows), "GFLOP/s", b.gemm.single, 0))
+	add(valueRow(gr, "gemm.device_forward", "the same through MatMul (rkcu_matmul_nt: the forward's products)", "GFLOP/s", b.gemm.forward, 0))
+	add(ratioRow(gr, "gemm.device_forward_vs_sgemm", "cuBLAS rate / MatMul rate", "the price of batch invariance", b.gemm.single, b.gemm.forward, false))
 	add(valueRow(gr, "gemm.device_peak", fmt.Sprintf("%d³: the floors' rate", devGEMMPeak), "GFLOP/s", b.gemm.pool, 0))
 	add(valueRow(gr, "mem.bandwidth", "device-to-device Copy of 1 GiB, bytes read + written", "GB/s", b.gemm.bandwidth, 0))
 }

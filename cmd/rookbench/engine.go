@@ -12,6 +12,7 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
 	"github.com/rookscript/rookscript/engine/device"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/optim"
@@ -65,15 +66,43 @@ const gemmN, gemmC, gemmOC = 768, 768, 3072
 // gemmSample is the least time one GEMM-rate sample spends, repeating the product as needed.
 const gemmSample = 250 * time.Millisecond
 
-// gemmRate measures be.MatMul at the ceiling shape in GFLOP/s, one sample per run; each
-// sample repeats the product for at least gemmSample.
+// gemmRate measures the SGEMM floor at the ceiling shape in GFLOP/s (product, below), one
+// sample per run; each sample repeats the product for at least gemmSample.
 func gemmRate(be backend.Backend, warmup, runs int, label string) series {
-	return gemmRateAt(be, warmup, runs, label, gemmN, gemmC, gemmOC)
+	return gemmRateAt(be, warmup, runs, label, gemmN, gemmC, gemmOC, true)
 }
 
-// gemmRateAt is gemmRate at out (n, oc) = inp (n, c) · w (oc, c)ᵀ. A sample ends when the
-// device has finished its products.
-func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC, gemmOC int) series {
+// blasProducts are backends that can run a product through their vendor SGEMM, which their
+// forward's batch-invariant MatMul does not: the CPU's (OpenBLAS), and a device's (through its
+// driver: cuBLAS).
+type blasProduct interface {
+	BLASMatMul(out, inp, w backend.Buf, n, c, oc int)
+}
+
+type deviceDriver interface{ Driver() launch.Driver }
+
+// product is out (n, oc) = inp (n, c) · w (oc, c)ᵀ on be: through the vendor SGEMM when sgemm is
+// set and be has one (the floors' rate), else through be.MatMul (the forward's product).
+func product(be backend.Backend, sgemm bool) func(out, inp, w backend.Buf, n, c, oc int) {
+	if sgemm {
+		if bp, ok := be.(blasProduct); ok {
+			return bp.BLASMatMul
+		}
+		if dd, ok := be.(deviceDriver); ok {
+			d := dd.Driver()
+			addr := func(x backend.Buf) uintptr { return x.M.Dev + 4*uintptr(x.Off) }
+			// Row-major out = inp·wᵀ is column-major outᵀ = w·inpᵀ (launch.Backend's trick).
+			return func(out, inp, w backend.Buf, n, c, oc int) {
+				d.Sgemm(true, false, oc, n, c, 1, addr(w), c, addr(inp), c, 0, addr(out), oc)
+			}
+		}
+	}
+	return func(out, inp, w backend.Buf, n, c, oc int) { be.MatMul(out, inp, w, backend.Buf{}, n, c, oc) }
+}
+
+// gemmRateAt is gemmRate at out (n, oc) = inp (n, c) · w (oc, c)ᵀ, through the vendor SGEMM
+// (sgemm) or MatMul. A sample ends when the device has finished its products.
+func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC, gemmOC int, sgemm bool) series {
 	r := rand.New(rand.NewPCG(3, 3))
 	host := func(n int) backend.Buf {
 		v := make([]float32, n)
@@ -85,7 +114,8 @@ func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC
 		return b
 	}
 	inp, w, out := host(gemmN*gemmC), host(gemmOC*gemmC), be.Alloc(gemmN*gemmOC)
-	one := func() { be.MatMul(out, inp, w, backend.Buf{}, gemmN, gemmC, gemmOC) }
+	prod := product(be, sgemm)
+	one := func() { prod(out, inp, w, gemmN, gemmC, gemmOC) }
 	for range max(warmup, 1) {
 		one()
 	}
@@ -115,11 +145,17 @@ func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC
 type gemmResults struct {
 	single, pool, blasThreads series
 	bandwidth                 series // GB/s read by the pool's threads
+	// The forward's batch-invariant MatMul (not the vendor SGEMM) at the ceiling shape, and
+	// both at the MLP's down projection (inner size 3072): the forward's products against
+	// their floor.
+	forward, poolProj, forwardProj series
 }
 
-// measureGEMM times the ceiling GEMM through MatMul on one worker and on the backend's pool of
-// threads workers (the product cut into one part per worker, as every engine GEMM runs), and,
-// for reference, as one OpenBLAS call on its own threads; then the memory read bandwidth.
+// measureGEMM times the ceiling GEMM through OpenBLAS on one worker and on the backend's pool
+// of threads workers (the product cut into one part per worker, as every backward GEMM runs),
+// and, for reference, as one OpenBLAS call on its own threads; then the memory read
+// bandwidth; then the forward's own product (MatMul) at the ceiling shape, and both at the
+// MLP's down projection.
 func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 	var g gemmResults
 	one, err := device.Open("cpu", device.Options{Threads: 1})
@@ -138,6 +174,9 @@ func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 		return g, err
 	}
 	g.pool = gemmRate(pool, warmup, runs, fmt.Sprintf("SGEMM, pool of %d", threads))
+	g.forward = gemmRateAt(pool, warmup, runs, fmt.Sprintf("MatMul, pool of %d", threads), gemmN, gemmC, gemmOC, false)
+	g.poolProj = gemmRateAt(pool, warmup, runs, fmt.Sprintf("SGEMM %d×%d×%d, pool of %d", gemmN, gemmOC, gemmC, threads), gemmN, gemmOC, gemmC, true)
+	g.forwardProj = gemmRateAt(pool, warmup, runs, fmt.Sprintf("MatMul %d×%d×%d, pool of %d", gemmN, gemmOC, gemmC, threads), gemmN, gemmOC, gemmC, false)
 	cpu.SetBLASThreads(threads)
 	g.blasThreads = gemmRate(one, warmup, runs, fmt.Sprintf("SGEMM, OpenBLAS %d threads", threads))
 	cpu.SetBLASThreads(1) // as every CPU backend wants it

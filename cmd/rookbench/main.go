@@ -618,11 +618,16 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	if s["gemm"] && b.device != "cpu" {
 		b.deviceGEMMRows(add)
 	} else if s["gemm"] {
-		gr := "SGEMM 768×3072×768 through the cpu backend's MatMul (the ceiling), and the memory bandwidth"
+		gr := "SGEMM 768×3072×768 through OpenBLAS on the cpu backend's pool (the ceiling), the memory bandwidth, and the forward's own products"
 		add(valueRow(gr, "gemm.single", "1 thread: one single-threaded OpenBLAS call", "GFLOP/s", b.gemm.single, 0))
 		add(valueRow(gr, "gemm.pool", fmt.Sprintf("backend pool of %d workers, OpenBLAS single-threaded in each: the floors' rate", b.threads), "GFLOP/s", b.gemm.pool, 0))
 		add(valueRow(gr, "gemm.openblas_threads", fmt.Sprintf("one call on OpenBLAS's own %d threads (reference)", b.threads), "GFLOP/s", b.gemm.blasThreads, 0))
 		add(valueRow(gr, "mem.bandwidth", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB", b.threads), "GB/s", b.gemm.bandwidth, 0))
+		add(valueRow(gr, "gemm.forward", "the same product through MatMul (gemm_small.c, batch-invariant: the forward's)", "GFLOP/s", b.gemm.forward, 0))
+		add(ratioRow(gr, "gemm.forward_vs_floor", "  floor rate / MatMul rate", "≤ 1.2 wanted", b.gemm.pool, b.gemm.forward, false))
+		add(valueRow(gr, "gemm.pool_proj", "768×3072 · 3072×768 (the MLP's down projection) through OpenBLAS on the pool", "GFLOP/s", b.gemm.poolProj, 0))
+		add(valueRow(gr, "gemm.forward_proj", "the same through MatMul", "GFLOP/s", b.gemm.forwardProj, 0))
+		add(ratioRow(gr, "gemm.forward_proj_vs_floor", "  OpenBLAS rate / MatMul rate", "≤ 1.2 wanted", b.gemm.poolProj, b.gemm.forwardProj, false))
 	}
 	if s["engine"] || s["torch"] || s["untuned"] {
 		gr := fmt.Sprintf("GPT-2 124M forward, B=%d T=%d, LM head + log-softmax on all %d rows (%.1f GFLOP)", b.batch, b.seq, tokens, fwdFLOP/1e9)

@@ -2,6 +2,7 @@ package gpt2_test
 
 import (
 	"math/rand/v2"
+	"syscall"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
@@ -50,11 +51,13 @@ func BenchmarkForward124M(b *testing.B) {
 	var out gpt2.Output
 	m.Forward(bt, 1, false, &out)
 	b.ReportAllocs()
+	c0 := processCPU()
 	for b.Loop() {
 		if err := m.Forward(bt, 1, false, &out); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkTrainStep124M: forward + backward + AdamW at B=4, T=64.
@@ -132,4 +135,46 @@ func BenchmarkDecode124M(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkScoreGroups124M: a reference model's Score of one GRPO micro-batch as the update
+// packs it — 2 prompts of 80 tokens, each continued by 8 completions of 64 — every completion
+// token scored; also in CPU milliseconds of the process per op (steadier than wall time on a
+// shared machine).
+func BenchmarkScoreGroups124M(b *testing.B) {
+	m := benchModel(b, gpt2.RookWorld124M)
+	r := rand.New(rand.NewPCG(3, 3))
+	var bt gpt2.Batch
+	for range 2 {
+		p := make([]int32, 80)
+		for i := range p {
+			p[i] = int32(r.IntN(50257))
+		}
+		bt.Add(p[:79], 80)
+		for range 8 {
+			c := make([]int32, 64)
+			for i := range c {
+				c[i] = int32(r.IntN(50257))
+			}
+			bt.AddContinuation(append([]int32{p[79]}, c...), 0)
+		}
+	}
+	var out gpt2.Output
+	if err := m.Score(&bt, 1, false, &out); err != nil {
+		b.Fatal(err)
+	}
+	c0 := processCPU()
+	for b.Loop() {
+		if err := m.Score(&bt, 1, false, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
+}
+
+// processCPU is this process's CPU time, all threads, in seconds.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

@@ -95,10 +95,12 @@ type Dist struct {
 }
 
 // LogProb is log softmax(logits/temperature)[tok] of row r, computed from the logits (not
-// from the rounded probability) so that it matches the training forward.
+// from the rounded probability) as the training forward's LogProbs computes it: logit·(1/T),
+// rounded, minus the row's log-sum-exp, so that on a batch-invariant backend the two are the
+// same bits (DESIGN §6.1).
 func (d Dist) LogProb(r int, tok int32, temperature float32) float32 {
 	v := len(d.Logits) / d.Rows
-	return d.Logits[r*v+int(tok)]*(1/temperature) - d.LSE[r]
+	return float32(d.Logits[r*v+int(tok)]*(1/temperature)) - d.LSE[r]
 }
 
 // PrefillRows is the most tokens one trunk pass of Prefill runs (or the rows the model's

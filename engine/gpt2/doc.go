@@ -79,8 +79,10 @@
 // at its slot's next position, attending over the slot's cached positions. ShareSlot lets the
 // samples of one prompt read the prompt's keys and values from the slot it was prefilled in,
 // so a decode step reads them once per prompt rather than once per sample. Both compute
-// exactly the training forward's function, so the log-probabilities a sampler records equal
-// the training forward's (DESIGN §6.2).
+// exactly the training forward's function with the same sums: on a backend whose forward is
+// batch-invariant (BatchInvariant; the CPU's), the log-probabilities a sampler records are
+// the training forward's bit for bit, in whatever batch the forward meets them, and so the
+// GRPO ratio before the first update is exactly 1 (DESIGN §6.1, §6.2).
 //
 // # Memory
 //

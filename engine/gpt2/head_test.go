@@ -61,11 +61,11 @@ func maxRel(a, b []float32) float64 {
 	return d / s
 }
 
-// TestHeadChunks: the LM head in chunks of any number of rows gives the same log-probabilities,
-// entropies and gradients up to float rounding (a GEMM's rounding depends on its row count,
-// and the tied embedding's gradient sums chunk by chunk) — through Backward (logits
-// recomputed) and through ForwardBackward (each chunk's gradient taken while its logits are
-// in memory).
+// TestHeadChunks: the LM head in chunks of any number of rows gives the same log-probabilities
+// and entropies bit for bit (DESIGN §6.1), and the same gradients up to float rounding (the
+// backward's GEMMs round by their row counts, and the tied embedding's gradient sums chunk by
+// chunk) — through Backward (logits recomputed) and through ForwardBackward (each chunk's
+// gradient taken while its logits are in memory).
 func TestHeadChunks(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	b := headBatch(r, testConfig.VocabSize, []int{9, 4, 16, 1, 12}, []int{0, 2, 5, 0, 3})
@@ -112,11 +112,11 @@ func TestHeadChunks(t *testing.T) {
 		fused bool
 	}{{1, false}, {3, false}, {7, false}, {41, false}, {1, true}, {5, true}, {0, true}} {
 		out, g := run(c.rows, c.fused)
-		if d := maxRel(out.LogP, want.LogP); d > 1e-6 {
-			t.Errorf("chunks of %d (fused %v): logp differs by %.2g of the largest", c.rows, c.fused, d)
+		if i := firstBitDiff(out.LogP, want.LogP); i >= 0 {
+			t.Errorf("chunks of %d (fused %v): logp[%d] = %v, in one chunk %v", c.rows, c.fused, i, out.LogP[i], want.LogP[i])
 		}
-		if d := maxRel(out.Entropy, want.Entropy); d > 1e-6 {
-			t.Errorf("chunks of %d (fused %v): entropy differs by %.2g of the largest", c.rows, c.fused, d)
+		if i := firstBitDiff(out.Entropy, want.Entropy); i >= 0 {
+			t.Errorf("chunks of %d (fused %v): entropy[%d] = %v, in one chunk %v", c.rows, c.fused, i, out.Entropy[i], want.Entropy[i])
 		}
 		if d := maxRel(g[:wte.Size], wantG[:wte.Size]); d > 1e-6 {
 			t.Errorf("chunks of %d (fused %v): wte gradient differs by %.2g of its largest", c.rows, c.fused, d)

@@ -145,3 +145,13 @@ func (m *Model) Grad(name string) (backend.Buf, bool) {
 	m.EnsureGrads()
 	return m.Grads.Slice(t.Off, t.Size), true
 }
+
+// BatchInvariant reports whether the model's backend computes every log-probability with
+// sums whose order depends only on that row's own inputs (a backend that says so with a
+// BatchInvariant method: the CPU's): then the sampler's recorded logprobs are the training
+// and reference forwards' bit for bit, and the GRPO ratio before the first update is exactly
+// 1 (DESIGN §6.1). Otherwise they agree to float rounding.
+func (m *Model) BatchInvariant() bool {
+	b, ok := m.B.(interface{ BatchInvariant() bool })
+	return ok && b.BatchInvariant()
+}

@@ -147,8 +147,9 @@ func finiteDifferences(t *testing.T, headRows int, fused, prefixed bool) {
 
 // TestContinuationsAreConcatenations: a prompt packed once with G continuations gives each
 // completion token the log-probability and entropy it gets with the prompt written in front
-// of it, and the same gradient as the G concatenations (the prompt's rows' gradient is the sum
-// over its copies), through Forward + Backward and ForwardBackward.
+// of it bit for bit (DESIGN §6.1), and the same gradient as the G concatenations (the
+// prompt's rows' gradient is the sum over its copies), through Forward + Backward and
+// ForwardBackward.
 func TestContinuationsAreConcatenations(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 13))
 	prompt := randSeq(r, 6, 23)
@@ -195,11 +196,11 @@ func TestContinuationsAreConcatenations(t *testing.T) {
 	for _, fused := range []bool{false, true} {
 		os, gs := run(&shared, fused)
 		ow, gw := run(&whole, fused)
-		if d := maxRel(os.LogP, ow.LogP); d > 1e-6 {
-			t.Errorf("fused %v: logp differs by %.2g of the largest", fused, d)
+		if i := firstBitDiff(os.LogP, ow.LogP); i >= 0 {
+			t.Errorf("fused %v: logp[%d] differs: %v shared, %v whole", fused, i, os.LogP[i], ow.LogP[i])
 		}
-		if d := maxRel(os.Entropy, ow.Entropy); d > 1e-6 {
-			t.Errorf("fused %v: entropy differs by %.2g of the largest", fused, d)
+		if i := firstBitDiff(os.Entropy, ow.Entropy); i >= 0 {
+			t.Errorf("fused %v: entropy[%d] differs: %v shared, %v whole", fused, i, os.Entropy[i], ow.Entropy[i])
 		}
 		if d := maxRel(gs, gw); d > 1e-5 {
 			t.Errorf("fused %v: gradients differ by %.2g of the largest", fused, d)
@@ -210,41 +211,60 @@ func TestContinuationsAreConcatenations(t *testing.T) {
 	}
 }
 
-// TestPackingInvariance: a sequence's log-probabilities are the same alone and packed with
-// other sequences of different lengths, before or after it.
+// TestPackingInvariance is DESIGN §6.1 in the model: a sequence's log-probabilities and
+// entropies are the same bits alone and packed with other sequences of different lengths,
+// before or after it (more than 96 rows in all), with a group continuing a shared prompt
+// beside it, the LM head in chunks of any size, on 1, 2 or 3 threads.
 func TestPackingInvariance(t *testing.T) {
-	m := newTestModel(t, testConfig, 4)
 	r := rand.New(rand.NewPCG(5, 6))
 	seq := randSeq(r, 11, 23)
 	var alone Batch
 	alone.Add(seq, 0)
-	var want, got Output
+	var want Output
+	m := newTestModel(t, testConfig, 4)
+	if !m.BatchInvariant() {
+		t.Fatal("the CPU backend does not say it is batch-invariant")
+	}
 	if err := m.Forward(&alone, 1, true, &want); err != nil {
 		t.Fatal(err)
 	}
 	var packed Batch
 	packed.Add(randSeq(r, 3, 23), 0)
 	packed.Add(randSeq(r, 16, 23), 0)
+	packed.Add(randSeq(r, 4, 23), 4)
+	packed.AddContinuation(randSeq(r, 6, 23), 0)
+	packed.AddContinuation(randSeq(r, 2, 23), 1)
 	first := len(packed.Rows)
 	packed.Add(seq, 0)
 	packed.Add(randSeq(r, 5, 23), 0)
-	if err := m.Forward(&packed, 1, true, &got); err != nil {
-		t.Fatal(err)
+	for range 6 { // past 96 rows, where products once changed kernel
+		packed.Add(randSeq(r, 15, 23), 0)
 	}
-	for i := range want.LogP {
-		if d := math.Abs(float64(got.LogP[first+i] - want.LogP[i])); d > 1e-6 {
-			t.Fatalf("row %d: logp alone %g, packed %g", i, want.LogP[i], got.LogP[first+i])
+	for _, threads := range []int{1, 2, 3} {
+		m, err := New(cpu.New(threads), testConfig, testParams(testConfig, 4))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if d := math.Abs(float64(got.Entropy[first+i] - want.Entropy[i])); d > 1e-6 {
-			t.Fatalf("row %d: entropy alone %g, packed %g", i, want.Entropy[i], got.Entropy[first+i])
+		for _, headRows := range []int{0, 1, 4, 7} {
+			m.HeadRows = headRows
+			var got Output
+			if err := m.Forward(&packed, 1, true, &got); err != nil {
+				t.Fatal(err)
+			}
+			if i := firstBitDiff(got.LogP[first:first+len(want.LogP)], want.LogP); i >= 0 {
+				t.Fatalf("%d threads, head chunks of %d: row %d: logp alone %g, packed %g", threads, headRows, i, want.LogP[i], got.LogP[first+i])
+			}
+			if i := firstBitDiff(got.Entropy[first:first+len(want.Entropy)], want.Entropy); i >= 0 {
+				t.Fatalf("%d threads, head chunks of %d: row %d: entropy alone %g, packed %g", threads, headRows, i, want.Entropy[i], got.Entropy[first+i])
+			}
 		}
 	}
 }
 
 // TestDecodeMatchesForward: KV-cache prefill + incremental decode produce, position by
-// position, the logits of the full forward, for several sequences of different lengths
-// decoded together in one batch, one of them also continuing in a second slot from a copy of
-// its prefill — or from its prefill shared (ShareSlot).
+// position, the logits of the full forward bit for bit (DESIGN §6.1), for several sequences
+// of different lengths decoded together in one batch, one of them also continuing in a
+// second slot from a copy of its prefill — or from its prefill shared (ShareSlot).
 func TestDecodeMatchesForward(t *testing.T) {
 	for _, share := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copied prefill", true: "shared prefill"}[share], func(t *testing.T) { decodeMatchesForward(t, share) })
@@ -287,10 +307,8 @@ func decodeMatchesForward(t *testing.T, share bool) {
 	v := testConfig.VocabSize
 	check := func(i, pos int, got []float32) {
 		t.Helper()
-		for k := range v {
-			if d := math.Abs(float64(got[k] - full[i][pos*v+k])); d > 1e-5 {
-				t.Fatalf("sequence %d position %d: decode logit %g, forward %g", i, pos, got[k], full[i][pos*v+k])
-			}
+		if k := firstBitDiff(got, full[i][pos*v:(pos+1)*v]); k >= 0 {
+			t.Fatalf("sequence %d position %d: decode logit %d %g, forward %g", i, pos, k, got[k], full[i][pos*v+k])
 		}
 	}
 	for i := range seqs {

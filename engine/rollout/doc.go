@@ -6,8 +6,10 @@
 //
 // The log-probability of every sampled token is recorded at sampling time under
 // softmax(logits / temperature) — the full distribution, before top-k/top-p shaping, which
-// only decides what is sampled. Those are the logprobs GRPO's ratio is taken against, and
-// they agree with the training forward's to float32 rounding (DESIGN §6.2).
+// only decides what is sampled. Those are the logprobs GRPO's ratio is taken against: on a
+// batch-invariant backend (the CPU's) they are the training forward's bit for bit, in
+// whatever batch the forward meets the tokens, so the ratio before the first update is
+// exactly 1 (DESIGN §6.1, §6.2).
 //
 // Randomness: completion j of a prompt draws from its own PCG stream keyed by the call's
 // seed, the prompt's tokens, its occurrence among identical prompts and j, so the same seed

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -138,46 +139,107 @@ func TestSameSeedSameTokens(t *testing.T) {
 	}
 }
 
-// TestRecordedLogProbsMatchForward is DESIGN §6.2: the logprobs recorded while sampling equal
-// the training forward's for the same tokens (|Δ| < 1e-4), each completion alone and all
-// completions packed together with their prompts.
+// TestRecordedLogProbsMatchForward is DESIGN §6.1 and §6.2: the logprobs recorded while
+// sampling are the training forward's for the same tokens bit for bit, whatever the batch the
+// forward meets them in — each completion alone (1 row of scored tokens up), the first k
+// completions packed for every k, all of them in reverse order (mixed lengths before and
+// after), each group as GRPO packs it (the prompt once, the completions continuing it), the LM
+// head in chunks of 1, 5 and 16 rows (boundaries inside sequences) — on 1 and 3 threads, and
+// the sampler on 1 and 3 threads records the same tokens and logprobs. Any difference is a
+// bug, not rounding: the forward is batch-invariant (engine/backend/cpu).
 func TestRecordedLogProbsMatchForward(t *testing.T) {
-	m := tinyModel(t, 10)
-	s := NewSampler(m)
-	ps := prompts(rand.New(rand.NewPCG(3, 3)), 6, 2, 11)
+	const seed, scale = 5, 10
+	ps := prompts(rand.New(rand.NewPCG(3, 3)), 6, 2, 11, 1)
 	cfg := baseConfig()
-	cfg.Temperature = 0.7
-	b := generate(t, s, ps, cfg)
-	var packed gpt2.Batch
-	var want []float32
-	for _, c := range b.Completions {
-		seq := append(slices.Clone(ps[c.Prompt]), c.Tokens...)
-		var alone gpt2.Batch
-		alone.Add(seq, len(ps[c.Prompt])-1)
-		packed.Add(seq, len(ps[c.Prompt])-1)
-		want = append(want, c.LogProbs...)
-		var out gpt2.Output
-		if err := m.Forward(&alone, cfg.Temperature, false, &out); err != nil {
-			t.Fatal(err)
+	cfg.Group, cfg.MaxNewTokens, cfg.Temperature = 4, 16, 0.7
+	var b *Batch
+	for _, threads := range []int{1, 3} {
+		m := gpt2test.Random(t, cpu.New(threads), tinyConfig, seed, scale)
+		got := generate(t, NewSampler(m), ps, cfg)
+		if b == nil {
+			b = got
+			continue
 		}
-		for i := range c.LogProbs {
-			if d := math.Abs(float64(out.LogP[i] - c.LogProbs[i])); d > 1e-4 {
-				t.Fatalf("alone: token %d logprob %g at sampling, %g in the forward", i, c.LogProbs[i], out.LogP[i])
+		for k, c := range got.Completions {
+			if !slices.Equal(c.Tokens, b.Completions[k].Tokens) || bitDiff(c.LogProbs, b.Completions[k].LogProbs) >= 0 {
+				t.Fatalf("completion %d: sampling on %d threads records other tokens or logprobs than on 1", k, threads)
 			}
 		}
 	}
-	var out gpt2.Output
-	if err := m.Forward(&packed, cfg.Temperature, false, &out); err != nil {
-		t.Fatal(err)
+	seqOf := func(c Completion) []int32 { return append(slices.Clone(ps[c.Prompt]), c.Tokens...) }
+	rows := 0
+	for _, c := range b.Completions {
+		rows += len(seqOf(c))
 	}
-	worst := 0.0
-	for i := range want {
-		worst = max(worst, math.Abs(float64(out.LogP[i]-want[i])))
+	if rows <= 96 {
+		t.Fatalf("the packed batch has %d rows: want more than 96, where products once changed kernel", rows)
 	}
-	if worst > 1e-4 {
-		t.Fatalf("packed: logprobs differ from sampling by up to %g", worst)
+	type packing struct {
+		name  string
+		batch gpt2.Batch
+		want  []float32 // the recorded logprobs of its scored rows, in row order
 	}
-	t.Logf("max |Δ logprob| sampling vs packed forward: %.2g", worst)
+	var packings []packing
+	add := func(name string, comps []int, shared bool) {
+		p := packing{name: name}
+		for i, k := range comps {
+			c := b.Completions[k]
+			prompt := ps[c.Prompt]
+			switch {
+			case !shared || len(prompt) == 1:
+				p.batch.Add(seqOf(c), len(prompt)-1)
+			case i == 0 || b.Completions[comps[i-1]].Prompt != c.Prompt:
+				// As GRPO packs a group: its prompt but the last token once, then each
+				// completion from that last token.
+				p.batch.Add(prompt[:len(prompt)-1], len(prompt))
+				fallthrough
+			default:
+				p.batch.AddContinuation(append([]int32{prompt[len(prompt)-1]}, c.Tokens...), 0)
+			}
+			p.want = append(p.want, c.LogProbs...)
+		}
+		packings = append(packings, p)
+	}
+	all := make([]int, len(b.Completions))
+	for k := range all {
+		add(fmt.Sprintf("completion %d alone", k), []int{k}, false)
+		all[k] = k
+		add(fmt.Sprintf("the first %d packed", k+1), all[:k+1], false)
+	}
+	reversed := slices.Clone(all)
+	slices.Reverse(reversed)
+	add("all, last first", reversed, false)
+	add("groups sharing their prompts", all, true)
+	for _, threads := range []int{1, 3} {
+		m := gpt2test.Random(t, cpu.New(threads), tinyConfig, seed, scale)
+		for _, headRows := range []int{0, 1, 5, 16} {
+			m.HeadRows = headRows
+			for _, p := range packings {
+				var out gpt2.Output
+				if err := m.Forward(&p.batch, cfg.Temperature, false, &out); err != nil {
+					t.Fatal(err)
+				}
+				if i := bitDiff(out.LogP, p.want); i >= 0 {
+					t.Fatalf("%s, %d threads, head chunks of %d: scored row %d: logprob %g at sampling, %g in the forward (Δ %.2g)",
+						p.name, threads, headRows, i, p.want[i], out.LogP[i], out.LogP[i]-p.want[i])
+				}
+			}
+		}
+	}
+}
+
+// bitDiff is the first index at which a and b differ in their bits, -1 if none (or the length
+// of the shorter when only their lengths differ).
+func bitDiff(a, b []float32) int {
+	for i := range min(len(a), len(b)) {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }
 
 func TestGenerateErrors(t *testing.T) {

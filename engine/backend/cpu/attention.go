@@ -3,53 +3,82 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/rookscript/rookscript/engine/backend"
 )
 
-// Attention over a packed batch, one (family, head) pair per work item, where a family is a
-// sequence and the sequences that continue it (backend.Pack.Prefix). Each sequence is a few
-// GEMMs over its score matrix — (T, T) for a sequence of its own, (T, P+T) for a continuation
-// of a prefix of P rows: the causal part above the diagonal is computed and discarded, which
-// costs less than Go loops would over the useful part. The forward keeps only each row's
-// log-sum-exp; the backward recomputes the probabilities from it (as FlashAttention does), so
-// activation memory stays O(rows), not O(Σ T²). A family is one work item because its
-// continuations add into the prefix's key and value gradients: in sequence order, whatever
-// the thread count.
+// Attention over a packed batch. The forward runs row by row through the decode kernel
+// (rk_attention_decode: every head of one query row over its keys, the prefix's and then its
+// own): a row's attention is the same sums in the same order whether the sampler decodes it
+// against its KV cache or a training forward meets it in a packed batch, alone, beside other
+// sequences or continuing a shared prompt (DESIGN §6.1). It keeps each row's log-sum-exp per
+// head, which is all the backward needs to recompute the probabilities (as FlashAttention
+// does), so activation memory stays O(rows), not O(Σ T²).
+//
+// The backward runs one (family, head) pair per work item, where a family is a sequence and
+// the sequences that continue it (backend.Pack.Prefix): a few GEMMs over each sequence's score
+// matrix — (T, T) for a sequence of its own, (T, P+T) for a continuation of a prefix of P rows;
+// the causal part above the diagonal is computed and discarded, which costs less than Go loops
+// would over the useful part. A family is one work item because its continuations add into
+// the prefix's key and value gradients: in sequence order, whatever the thread count. The
+// backward needs no batch invariance: it recomputes the scores with OpenBLAS.
 
 type attentionJob struct {
 	backward                  bool
 	out, lse, qkv, dqkv, dout []float32
 	start, lens               []int32
+	prefix                    []int32 // backend.Pack.Prefix (nil: none)
 	fam                       []int32 // family f: sequences fam[f] .. fam[f+1]-1, the first the prefix
 	nh, c                     int
 	scratch                   [][]float32
 }
 
 func (j *attentionJob) run(w, lo, hi int) {
+	if !j.backward {
+		j.forwardRows(j.scratch[w], lo, hi)
+		return
+	}
 	for k := lo; k < hi; k++ {
 		f, h := k/j.nh, k%j.nh
 		first, end := int(j.fam[f]), int(j.fam[f+1])
 		ps, pl := int(j.start[first]), int(j.lens[first])
-		if j.backward {
-			j.backwardPair(j.scratch[w], ps, pl, h)
-		} else {
-			j.forwardPair(j.scratch[w], ps, pl, h)
-		}
+		j.backwardPair(j.scratch[w], ps, pl, h)
 		for i := first + 1; i < end; i++ {
-			if j.backward {
-				j.backwardContinuation(j.scratch[w], ps, pl, int(j.start[i]), int(j.lens[i]), h)
-			} else {
-				j.forwardContinuation(j.scratch[w], ps, pl, int(j.start[i]), int(j.lens[i]), h)
-			}
+			j.backwardContinuation(j.scratch[w], ps, pl, int(j.start[i]), int(j.lens[i]), h)
 		}
 	}
 }
 
+// forwardRows attends rows lo .. hi-1 of the pack: row r of sequence i, at position r − start
+// of its own rows, over its prefix's rows (if it continues one) and its own up to itself; up
+// to attentionGrain rows of one sequence per call.
+func (j *attentionJob) forwardRows(scr []float32, lo, hi int) {
+	c3, hd := 3*j.c, j.c/j.nh
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	// The sequence holding row lo: the last one starting at or before it.
+	i := sort.Search(len(j.start), func(i int) bool { return int(j.start[i]) > lo }) - 1
+	for r := lo; r < hi; {
+		for int(j.start[i])+int(j.lens[i]) <= r {
+			i++
+		}
+		s, end := int(j.start[i]), min(hi, int(j.start[i])+int(j.lens[i]))
+		ps, pl := s, 0 // the prefix's rows: none
+		if j.prefix != nil && j.prefix[i] >= 0 {
+			ps, pl = int(j.start[j.prefix[i]]), int(j.lens[j.prefix[i]])
+		}
+		kp, ko := j.qkv[ps*c3+j.c:], j.qkv[s*c3+j.c:]
+		cAttentionRows(j.out[r*j.c:], j.c, j.qkv[r*c3:], c3, end-r, kp, kp[j.c:], pl, ko, ko[j.c:], pl+r-s+1,
+			j.nh, hd, c3, scale, scr, j.lse[r*j.nh:])
+		r = end
+	}
+}
+
 // families groups the pack's sequences into families and returns their bounds and the
-// scratch (floats per worker) the largest sequence needs: its score matrix, (t, t) for a
-// sequence of its own and (t, p+t) for a continuation of p rows; the backward needs two.
-func families(p backend.Pack, fam []int32, backward bool) ([]int32, int) {
+// scratch (floats per worker) the largest sequence needs: the backward's two score matrices,
+// (t, t) each for a sequence of its own and (t, p+t) for a continuation of p rows, or the
+// forward's scores of attentionGrain rows over all heads (kernels.h).
+func families(p backend.Pack, fam []int32, backward bool, nh int) ([]int32, int) {
 	fam = fam[:0]
 	need, root := 0, -1
 	for i, l := range p.Len {
@@ -66,28 +95,14 @@ func families(p backend.Pack, fam []int32, backward bool) ([]int32, int) {
 		if backward {
 			need = max(need, 2*t*w)
 		} else {
-			need = max(need, t*w)
+			need = max(need, 4*nh*(w+attentionGrain))
 		}
 	}
 	return append(fam, int32(len(p.Len))), need
 }
 
-// forwardContinuation: sequence rows s .. s+t-1 continue the prefix at rows ps .. ps+pl-1.
-// Scores are [Q·K_prefixᵀ | Q·K_ownᵀ] (t, pl+t), row r using pl + r + 1 of them.
-func (j *attentionJob) forwardContinuation(scr []float32, ps, pl, s, t, h int) {
-	_, kp, vp, hd, scale := j.views(ps, h)
-	q, k, v, _, _ := j.views(s, h)
-	c3, w := 3*j.c, pl+t
-	p := scr[:t*w]
-	sgemm(false, true, t, pl, hd, scale, q, c3, kp, c3, 0, p, w)
-	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p[pl:], w)
-	cAttentionSoftmax(p, t, w, pl, j.lse[s*j.nh+h:], j.nh)
-	out := j.out[s*j.c+h*hd:]
-	sgemm(false, false, t, hd, pl, 1, p, w, vp, c3, 0, out, j.c)
-	sgemm(false, false, t, hd, t, 1, p[pl:], w, v, c3, 1, out, j.c)
-}
-
-// backwardContinuation is forwardContinuation's backward: it writes the continuation's dq,
+// backwardContinuation: sequence rows s .. s+t-1 continue the prefix at rows ps .. ps+pl-1,
+// whose scores are [Q·K_prefixᵀ | Q·K_ownᵀ] (t, pl+t), row r using pl + r + 1 of them. It writes the continuation's dq,
 // dk, dv and adds into the prefix's dk, dv (which the prefix's own backward wrote first).
 func (j *attentionJob) backwardContinuation(scr []float32, ps, pl, s, t, h int) {
 	_, kp, vp, hd, scale := j.views(ps, h)
@@ -121,18 +136,6 @@ func (j *attentionJob) views(s, h int) (q, k, v []float32, hd int, scale float32
 	return j.qkv[base:], j.qkv[base+j.c:], j.qkv[base+2*j.c:], hd, float32(1 / math.Sqrt(float64(hd)))
 }
 
-func (j *attentionJob) forwardPair(scr []float32, s, t, h int) {
-	if t == 0 {
-		return
-	}
-	q, k, v, hd, scale := j.views(s, h)
-	c3 := 3 * j.c
-	p := scr[:t*t]
-	sgemm(false, true, t, t, hd, scale, q, c3, k, c3, 0, p, t)
-	cAttentionSoftmax(p, t, t, 0, j.lse[s*j.nh+h:], j.nh)
-	sgemm(false, false, t, hd, t, 1, p, t, v, c3, 0, j.out[s*j.c+h*hd:], j.c)
-}
-
 func (j *attentionJob) backwardPair(scr []float32, s, t, h int) {
 	if t == 0 {
 		return
@@ -156,20 +159,25 @@ func (j *attentionJob) backwardPair(scr []float32, s, t, h int) {
 	sgemm(true, false, t, hd, t, scale, dp, t, q, c3, 0, dk, c3)  // dK = dSᵀ·Q
 }
 
+// attentionGrain is the rows of one chunk of the forward: rows that the kernel computes
+// together (each key and value vector loaded serves them all), and few enough that the
+// workers even out rows whose work grows with their position.
+const attentionGrain = 4
+
 func (c *CPU) Attention(out, lse, qkv backend.Buf, p backend.Pack, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fam, need := families(p, c.fam, false)
+	fam, need := families(p, c.fam, false, nh)
 	c.fam = fam
-	c.att = attentionJob{out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, fam: fam, nh: nh, c: ch, scratch: c.scratchFor(need)}
-	c.pool.run(&c.att, (len(fam)-1)*nh, 1)
+	c.att = attentionJob{out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, prefix: p.Prefix, nh: nh, c: ch, scratch: c.scratchFor(need)}
+	c.pool.run(&c.att, p.Rows(), attentionGrain)
 	c.att = attentionJob{}
 }
 
 func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend.Pack, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fam, need := families(p, c.fam, true)
+	fam, need := families(p, c.fam, true, nh)
 	c.fam = fam
 	c.att = attentionJob{backward: true, dqkv: dqkv.F32(), dout: dout.F32(), out: out.F32(), lse: lse.F32(), qkv: qkv.F32(), start: p.Start, lens: p.Len, fam: fam, nh: nh, c: ch, scratch: c.scratchFor(need)}
 	c.pool.run(&c.att, (len(fam)-1)*nh, 1)
@@ -177,7 +185,8 @@ func (c *CPU) AttentionBackward(dqkv, dout, out, lse, qkv backend.Buf, p backend
 }
 
 // Decoding: one query row per sequence against its slot of the KV cache, all heads in one
-// C call (vectorised dot products and updates over the cached positions).
+// C call (vectorised dot products and updates over the cached positions): the same kernel as
+// the forward's rows, over the same keys and values.
 
 type decodeJob struct {
 	out, qkv, kc, vc []float32
@@ -199,7 +208,7 @@ func (j *decodeJob) run(w, lo, hi int) {
 		n1 = min(n1, n)
 		base, sbase := s*j.cap*j.c, src*j.cap*j.c
 		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
-			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh])
+			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nil)
 	}
 }
 

@@ -18,7 +18,6 @@ type CPU struct {
 	ew    ewJob
 	enc   encoderJob
 	ln    layerNormJob
-	bias  biasJob
 	att   attentionJob
 	dec   decodeJob
 	lp    logProbsJob
@@ -54,6 +53,11 @@ func New(threads int) *CPU {
 
 // Name describes the backend.
 func (c *CPU) Name() string { return "cpu" }
+
+// BatchInvariant is true: every forward kernel's sums run in an order that depends only on
+// each output's own inputs (the package documentation), so a row's logprob is the same bits
+// in any batch, on any thread count (DESIGN §6.1).
+func (c *CPU) BatchInvariant() bool { return true }
 
 // Threads is the number of goroutines kernels run on.
 func (c *CPU) Threads() int { return c.pool.workers }

@@ -1,6 +1,8 @@
 // Decode attention in sixteen float lanes (AVX-512): one query row over the cached keys and
 // values of its slot, all heads. A decode step runs it for every row and layer over the whole
-// context, so it is most of a step's work besides the weight products.
+// context, so it is most of a step's work besides the weight products. The training forward
+// runs the same arithmetic over a packed batch (rk_attention_rows, several rows of a sequence
+// at once): a row's attention is the same bits decoded or trained on (DESIGN §6.1).
 //
 // For head h of hd channels and positions j < n:
 //
@@ -11,6 +13,8 @@
 //	                             lanes summed by the same tree; each p_j = e_j · (1 / sum)
 //	out_h = Σ_j p_j v_{j,h}       per channel, fused multiply-adds in position order
 //
+// Positions j < n1 come from one place (a prompt shared by a group's slots, or a packed
+// prefix) and the rest from another; position j's lanes are the same wherever the split falls.
 // Keys are read position by position, every head of a position at once (each cached row once,
 // in address order); values head by head, the head's channels accumulating in registers over
 // the positions. rk_attention_decode_ref is the same arithmetic in portable C (fmaf, the same
@@ -83,10 +87,37 @@ __attribute__((target("avx512f,avx512dq"))) static inline void weigh64(__m512 a[
 	}
 }
 
+// One head's scores sh[0 .. n) become its probabilities, and *lse (if not NULL) its
+// log-sum-exp.
+__attribute__((target("avx512f,avx512dq"))) static inline void softmax16(float *sh, long n, float *lse) {
+	__m512 mx = _mm512_set1_ps(-INFINITY), nan = _mm512_setzero_ps();
+	for (long j = 0; j < n; j += 16) {
+		__m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail(n - j), sh + j);
+		mx = _mm512_max_ps(mx, x);
+		nan = _mm512_or_ps(nan, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_ps(1.0f)));
+	}
+	float m = _mm512_reduce_max_ps(mx);
+	if (_mm512_reduce_add_ps(nan) != 0) m = NAN;
+	__m512 M = _mm512_set1_ps(m), sum = _mm512_setzero_ps();
+	for (long j = 0; j < n; j += 16) {
+		__mmask16 t = tail(n - j);
+		__m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, sh + j), M));
+		_mm512_mask_storeu_ps(sh + j, t, e);
+		sum = _mm512_mask_add_ps(sum, t, sum, e);
+	}
+	float total = tree16(sum);
+	if (lse) *lse = m + logf(total);
+	__m512 inv = _mm512_set1_ps(1.0f / total);
+	for (long j = 0; j < n; j += 16) {
+		__mmask16 t = tail(n - j);
+		_mm512_mask_storeu_ps(sh + j, t, _mm512_mul_ps(_mm512_maskz_loadu_ps(t, sh + j), inv));
+	}
+}
+
 __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *out, const float *q, const float *k1,
                                                                        const float *v1, long n1, const float *k2,
                                                                        const float *v2, long n2, long nh, long hd,
-                                                                       long ld, float scale, float *s) {
+                                                                       long ld, float scale, float *s, float *lse) {
 	long n = n1 + n2;
 	if (hd == 64) { // GPT-2's head size: the dots unrolled, unmasked
 		for (long j = 0; j < n1; j++) scores(s, n, j, q, k1 + j * ld, nh, 64, scale);
@@ -95,29 +126,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 		for (long j = 0; j < n1; j++) scores(s, n, j, q, k1 + j * ld, nh, hd, scale);
 		for (long j = n1; j < n; j++) scores(s, n, j, q, k2 + (j - n1) * ld, nh, hd, scale);
 	}
-	for (long h = 0; h < nh; h++) {
-		float *sh = s + h * n;
-		__m512 mx = _mm512_set1_ps(-INFINITY), nan = _mm512_setzero_ps();
-		for (long j = 0; j < n; j += 16) {
-			__m512 x = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail(n - j), sh + j);
-			mx = _mm512_max_ps(mx, x);
-			nan = _mm512_or_ps(nan, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_ps(1.0f)));
-		}
-		float m = _mm512_reduce_max_ps(mx);
-		if (_mm512_reduce_add_ps(nan) != 0) m = NAN;
-		__m512 M = _mm512_set1_ps(m), sum = _mm512_setzero_ps();
-		for (long j = 0; j < n; j += 16) {
-			__mmask16 t = tail(n - j);
-			__m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, sh + j), M));
-			_mm512_mask_storeu_ps(sh + j, t, e);
-			sum = _mm512_mask_add_ps(sum, t, sum, e);
-		}
-		__m512 inv = _mm512_set1_ps(1.0f / tree16(sum));
-		for (long j = 0; j < n; j += 16) {
-			__mmask16 t = tail(n - j);
-			_mm512_mask_storeu_ps(sh + j, t, _mm512_mul_ps(_mm512_maskz_loadu_ps(t, sh + j), inv));
-		}
-	}
+	for (long h = 0; h < nh; h++) softmax16(s + h * n, n, lse ? lse + h : 0);
 	long h = 0;
 	if (hd == 64)
 		for (; h + 3 <= nh; h += 3)
@@ -137,7 +146,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 static inline float max_or_nan(float a, float b) { return b > a || b != b ? b : a; }
 
 void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                             const float *v2, long n2, long nh, long hd, long ld, float scale, float *s) {
+                             const float *v2, long n2, long nh, long hd, long ld, float scale, float *s, float *lse) {
 	long n = n1 + n2;
 	for (long j = 0; j < n; j++) {
 		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
@@ -156,7 +165,9 @@ void rk_attention_decode_ref(float *out, const float *q, const float *k1, const 
 			sh[j] = exp1(sh[j] - m);
 			l[j % 16] += sh[j];
 		}
-		float inv = 1.0f / tree16_ref(l);
+		float total = tree16_ref(l);
+		if (lse) lse[h] = m + logf(total);
+		float inv = 1.0f / total;
 		for (long j = 0; j < n; j++) sh[j] *= inv;
 	}
 	for (long h = 0; h < nh; h++)
@@ -168,4 +179,96 @@ void rk_attention_decode_ref(float *out, const float *q, const float *k1, const 
 			}
 			out[h * hd + e] = a;
 		}
+}
+
+// Up to four query rows of one sequence at once (the training forward's rows), heads of
+// 16·HV channels: row i (at q + i·ldq) attends over its first n + i positions, the first n1
+// of them at k1, v1 and the rest at k2, v2. Each row gets rk_attention_decode16's arithmetic
+// exactly — the same dots, trees, softmax and position-ordered sums — but every key and value
+// vector loaded serves all the rows: a head's query vectors of the four rows stay in
+// registers while its keys stream past, and its value vectors feed four rows' accumulators.
+// s holds 4·nh·(n + 3) floats; lse (if not NULL) receives row i's head h at lse[i·nh + h].
+#define ROWS16(HV)                                                                                                     \
+	__attribute__((target("avx512f,avx512dq"))) static void rows16_##HV(                                          \
+	    float *out, long ldo, const float *q, long ldq, long R, const float *k1, const float *v1, long n1,        \
+	    const float *k2, const float *v2, long n, long nh, long ld, float scale, float *s, float *lse) {           \
+		const long hd = 16 * HV, nmax = n + R - 1; /* the last row's positions */                              \
+		const __m128 S = _mm_set1_ps(scale);                                                                   \
+		for (long h = 0; h < nh; h++) {                                                                        \
+			__m512 qv[4][HV];                                                                              \
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)                                            \
+				_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) qv[i][e] =                        \
+				    i < R ? _mm512_loadu_ps(q + i * ldq + h * hd + 16 * e) : _mm512_setzero_ps();       \
+			float *sh = s + h * nmax; /* row i's scores of head h at sh + i·nh·nmax */                    \
+			for (long j = 0; j < nmax; j++) {                                                              \
+				const float *k = (j < n1 ? k1 + j * ld : k2 + (j - n1) * ld) + h * hd;                 \
+				__m512 kv[HV], d[4];                                                                   \
+				_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) kv[e] = _mm512_loadu_ps(k + 16 * e); \
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                  \
+					d[i] = _mm512_setzero_ps();                                                    \
+					_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) d[i] =                    \
+					    _mm512_fmadd_ps(qv[i][e], kv[e], d[i]);                                     \
+				}                                                                                      \
+				float l[4];                                                                            \
+				_mm_storeu_ps(l, _mm_mul_ps(S, tree16x4(d[0], d[1], d[2], d[3])));                    \
+				for (long i = 0; i < R; i++) sh[i * nh * nmax + j] = l[i];                             \
+			}                                                                                              \
+			for (long i = 0; i < R; i++) softmax16(sh + i * nh * nmax, n + i, lse ? lse + i * nh + h : 0); \
+			__m512 a[4][HV];                                                                               \
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)                                            \
+				_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) a[i][e] = _mm512_setzero_ps();    \
+			long j = 0;                                                                                    \
+			if (R == 4)                                                                                    \
+				for (; j < n; j++) {                                                                   \
+					const float *v = (j < n1 ? v1 + j * ld : v2 + (j - n1) * ld) + h * hd;         \
+					__m512 vv[HV];                                                                 \
+					_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) vv[e] = _mm512_loadu_ps(v + 16 * e); \
+					_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                          \
+						__m512 p = _mm512_set1_ps(sh[i * nh * nmax + j]);                      \
+						_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) a[i][e] =         \
+						    _mm512_fmadd_ps(p, vv[e], a[i][e]);                                 \
+					}                                                                              \
+				}                                                                                      \
+			for (; j < nmax; j++) { /* positions some rows do not see (all, for R < 4) */                  \
+				const float *v = (j < n1 ? v1 + j * ld : v2 + (j - n1) * ld) + h * hd;                 \
+				__m512 vv[HV];                                                                         \
+				_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) vv[e] = _mm512_loadu_ps(v + 16 * e); \
+				_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {                                  \
+					if (i >= R || j >= n + i) continue;                                            \
+					__m512 p = _mm512_set1_ps(sh[i * nh * nmax + j]);                              \
+					_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++) a[i][e] =                 \
+					    _mm512_fmadd_ps(p, vv[e], a[i][e]);                                         \
+				}                                                                                      \
+			}                                                                                              \
+			for (long i = 0; i < R; i++)                                                                   \
+				_Pragma("GCC unroll 4") for (int e = 0; e < HV; e++)                                   \
+				    _mm512_storeu_ps(out + i * ldo + h * hd + 16 * e, a[i][e]);                         \
+		}                                                                                                      \
+	}
+
+ROWS16(1)
+ROWS16(2)
+ROWS16(3)
+ROWS16(4)
+
+typedef void (*rows_fn)(float *, long, const float *, long, long, const float *, const float *, long, const float *,
+                        const float *, long, long, long, float, float *, float *);
+static const rows_fn rows16[5] = {0, rows16_1, rows16_2, rows16_3, rows16_4};
+
+void rk_attention_rows(float *out, long ldo, const float *q, long ldq, long R, const float *k1, const float *v1, long n1,
+                       const float *k2, const float *v2, long n, long nh, long hd, long ld, float scale, float *scratch,
+                       float *lse) {
+	if (rk_decode16() && hd % 16 == 0 && hd <= 64) {
+		for (long i = 0; i < R; i += 4) {
+			long r = R - i < 4 ? R - i : 4;
+			rows16[hd / 16](out + i * ldo, ldo, q + i * ldq, ldq, r, k1, v1, n1, k2, v2, n + i, nh, ld, scale, scratch,
+			                lse ? lse + i * nh : 0);
+		}
+		return;
+	}
+	for (long i = 0; i < R; i++) {
+		long m = n + i, m1 = n1 < m ? n1 : m; // positions: m1 from k1, v1, the rest from k2, v2
+		rk_attention_decode(out + i * ldo, q + i * ldq, k1, v1, m1, k2, v2, m - m1, nh, hd, ld, scale, scratch,
+		                    lse ? lse + i * nh : 0);
+	}
 }

@@ -1,10 +1,33 @@
-// Package cpu is the host backend: GEMMs through OpenBLAS (cgo), or, for products of up to
-// ntMaxRows rows on AVX-512 (a decode step, an LM-head chunk), through the packing-free kernel
-// of gemm_small.c, which also adds a block's residual and applies GELU as it stores a product
-// (MatMulAdd, MatMulGELU, rounding as the separate passes); the inner loops of GELU, AdamW,
-// log-softmax, attention and decode attention in C (kernels.c, decode_attention.c; AVX2 and
-// AVX-512 paths with portable ones the tests hold them to bit for bit); the rest in Go. Every
-// kernel is spread over a fixed pool of goroutines.
+// Package cpu is the host backend: the forward's products through the kernel of gemm_small.c
+// (AVX-512, or AVX2 with FMA, or portable C: the same sums), which also adds a block's
+// residual and applies GELU as it stores a product (MatMulAdd, MatMulGELU, rounding as the
+// separate passes); the backward's GEMMs through OpenBLAS (cgo); the inner loops of GELU,
+// AdamW, log-softmax, attention and decode attention in C (kernels.c, decode_attention.c; AVX2
+// and AVX-512 paths with portable ones the tests hold them to bit for bit); the rest in Go.
+// Every kernel is spread over a fixed pool of goroutines.
+//
+// Batch invariance (DESIGN §6.1): every operation of the forward computes each output element
+// by a reduction whose order depends only on that element's own inputs — not on the number of
+// rows, a row's place in the batch, a KV cache or the whole sequence, a prompt shared by a
+// group or written out, the LM head's chunks, or the thread count. So a token's logprob is
+// the same bits whether the sampler decodes it or a training or reference forward meets it in
+// any packed batch:
+//
+//   - products: out[i][j] = bias[j] + Σ_k a[i][k]·w[j][k] with element k in lane k mod 16,
+//     fused multiply-adds in k order, the sixteen lanes added by one fixed tree (lanes.h), at
+//     every row count (MatMul, MatMulAdd, MatMulGELU; a decode step's, a prefill's, a training
+//     batch's, an LM-head chunk's);
+//   - attention: one kernel (rk_attention_decode) for a decoded row against its cache and for
+//     every row of a packed forward against the packed keys: scores in the same lanes and
+//     tree, the softmax's sum with position j in lane j mod 16, the values summed in position
+//     order, per channel;
+//   - LayerNorm, GELU, the softmax and log-softmax over the vocabulary: per row, in a fixed
+//     order; the sampler's log-sum-exp and the forward's are one expression (lseOf).
+//
+// The backward needs no such property and runs OpenBLAS. On a processor without AVX-512 the
+// products run an AVX2 kernel of the same lanes and tree (about half the rate), or the
+// portable C one without AVX2 and FMA, and decode attention its AVX2 path: the sums of that
+// processor's sampler and forward are still one another's, though not the AVX-512 ones.
 //
 // Determinism: each parallel kernel splits its work into chunks whose boundaries depend only
 // on the problem size (never on the number of threads or on timing), and reductions combine

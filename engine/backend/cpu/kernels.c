@@ -395,7 +395,7 @@ __attribute__((target("avx2"))) static void scale_avx2(float *x, long n, float s
 	*done = i;
 }
 
-float rk_softmax(float *out, const float *x, long n, float scale) {
+float rk_softmax(float *out, const float *x, long n, float scale, double *sum_out) {
 	float m = rk_max_scaled(x, n, scale);
 	double s[8] = {0};
 	long i = 0;
@@ -423,7 +423,8 @@ float rk_softmax(float *out, const float *x, long n, float scale) {
 	else if (avx2())
 		scale_avx2(out, n, inv, &i);
 	for (; i < n; i++) out[i] *= inv;
-	return m + (float)log(sum);
+	*sum_out = sum;
+	return m;
 }
 
 // Decode attention of one query row over its cache slot, all heads: for head h, scores
@@ -474,9 +475,9 @@ static void axpy(float *y, float a, const float *x, long n) {
 // memory nh times over). Positions j < n1 come from k1, v1 (a prefix shared with other rows),
 // the rest from k2, v2. scratch holds nh·n scores.
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch) {
+                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse) {
 	if (rk_decode16()) {
-		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch);
+		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
 		return;
 	}
 	long n = n1 + n2;
@@ -493,6 +494,7 @@ void rk_attention_decode(float *out, const float *q, const float *k1, const floa
 			s[j] = exp1(s[j] - m);
 			sum += s[j];
 		}
+		if (lse) lse[h] = m + logf(sum);
 		float inv = 1.0f / sum;
 		for (long j = 0; j < n; j++) s[j] *= inv;
 	}
@@ -503,18 +505,9 @@ void rk_attention_decode(float *out, const float *q, const float *k1, const floa
 	}
 }
 
-// Attention over a block of scores: t query rows of stride w, row r seeing its first
-// n0 + r + 1 keys (a continuation's prefix of n0 keys, then causally its own), the rest of
-// the row masked.
-
-void rk_attention_softmax(float *p, long t, long w, long n0, float *lse, long ls) {
-	for (long r = 0; r < t; r++) {
-		float *row = p + r * w;
-		long n = n0 + r + 1;
-		lse[r * ls] = rk_softmax(row, row, n, 1.0f);
-		memset(row + n, 0, (size_t)(w - n) * sizeof(float));
-	}
-}
+// The attention backward over a block of scores: t query rows of stride w, row r seeing its
+// first n0 + r + 1 keys (a continuation's prefix of n0 keys, then causally its own), the rest
+// of the row masked.
 
 __attribute__((target("avx2"))) static void exp_shift_avx2(float *x, long n, float l, long *done) {
 	const __m256 L = _mm256_set1_ps(l);

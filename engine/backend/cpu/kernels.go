@@ -49,20 +49,39 @@ func cLogProbBackward(x []float32, scale, lse, glogp, gent, h float32) {
 	C.rk_logprob_backward(fptr(x), C.long(len(x)), C.float(scale), C.float(lse), C.float(glogp), C.float(gent), C.float(h))
 }
 
-func cSoftmax(out, x []float32, scale float32) float32 {
-	return float32(C.rk_softmax(fptr(out), fptr(x), C.long(len(x)), C.float(scale)))
+// cSoftmax writes softmax(x·scale) into out and returns the row's max m and its sum
+// s = Σ e^{x·scale − m} (lse is lseOf(m, s)).
+func cSoftmax(out, x []float32, scale float32, s *float64) float32 {
+	return float32(C.rk_softmax(fptr(out), fptr(x), C.long(len(x)), C.float(scale), (*C.double)(unsafe.Pointer(s))))
 }
 
-// cAttentionDecode attends over n1 positions at k1, v1 then n2 at k2, v2 (row stride ld).
-func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch []float32) {
+// cAttentionDecode attends over n1 positions at k1, v1 then n2 at k2, v2 (row stride ld);
+// lse (nh floats, or nil) receives each head's log-sum-exp.
+func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch, lse []float32) {
 	C.rk_attention_decode(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
-		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
+		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch), lsePtr(lse, nh))
 }
 
 // cAttentionDecodeRef is cAttentionDecode's sixteen-lane arithmetic in portable C.
-func cAttentionDecodeRef(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch []float32) {
+func cAttentionDecodeRef(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch, lse []float32) {
 	C.rk_attention_decode_ref(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
-		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch))
+		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch), lsePtr(lse, nh))
+}
+
+// cAttentionRows attends rows query rows (at q, row stride ldq) of one sequence: row i over
+// its first n + i positions, n1 of them at k1, v1 and the rest at k2, v2 (row stride ld),
+// writing out (row stride ldo) and lse (nh per row).
+func cAttentionRows(out []float32, ldo int, q []float32, ldq, rows int, k1, v1 []float32, n1 int, k2, v2 []float32, n, nh, hd, ld int, scale float32, scratch, lse []float32) {
+	C.rk_attention_rows(fptr(out[:(rows-1)*ldo+nh*hd]), C.long(ldo), fptr(q[:(rows-1)*ldq+nh*hd]), C.long(ldq), C.long(rows),
+		fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n), C.long(nh), C.long(hd), C.long(ld), C.float(scale),
+		fptr(scratch[:4*nh*(n+rows)]), lsePtr(lse, rows*nh))
+}
+
+func lsePtr(lse []float32, nh int) *C.float {
+	if lse == nil {
+		return nil
+	}
+	return fptr(lse[:nh])
 }
 
 // hasDecode16 reports whether decode attention runs in sixteen lanes (AVX-512);
@@ -71,12 +90,8 @@ func hasDecode16() bool { return C.rk_decode16() != 0 }
 
 func setDecode16(on bool) { C.rk_set_decode16(cBool(on)) }
 
-// cAttentionSoftmax, cAttentionProbs and cAttentionDScores run over a block of t score rows
-// of stride w, row r seeing its first n0 + r + 1 keys (kernels.h); lse's row stride is ls.
-func cAttentionSoftmax(p []float32, t, w, n0 int, lse []float32, ls int) {
-	C.rk_attention_softmax(fptr(p[:t*w]), C.long(t), C.long(w), C.long(n0), fptr(lse[:(t-1)*ls+1]), C.long(ls))
-}
-
+// cAttentionProbs and cAttentionDScores run over a block of t score rows of stride w, row r
+// seeing its first n0 + r + 1 keys (kernels.h); lse's row stride is ls.
 func cAttentionProbs(p []float32, t, w, n0 int, lse []float32, ls int) {
 	C.rk_attention_probs(fptr(p[:t*w]), C.long(t), C.long(w), C.long(n0), fptr(lse[:(t-1)*ls+1]), C.long(ls))
 }
@@ -94,25 +109,59 @@ func cColSums(acc, x []float32, n, ld int) {
 	C.rk_col_sums(fptr(acc), fptr(x[:(n-1)*ld+len(acc)]), C.long(n), C.long(ld), C.long(len(acc)))
 }
 
+// ntKernel is one implementation of gemm_small.c's product; all give the same bits.
+type ntKernel int
+
+const (
+	ntPortable ntKernel = iota // rk_gemm_nt_ref: portable C
+	ntAVX2                     // rk_gemm_nt8: AVX2 and FMA
+	ntAVX512                   // rk_gemm_nt: AVX-512
+)
+
+func (k ntKernel) String() string {
+	return [...]string{"portable C", "AVX2", "AVX-512"}[k]
+}
+
+// bestNTKernel is the fastest product kernel the processor runs.
+func bestNTKernel() ntKernel {
+	switch {
+	case C.rk_has_avx512() != 0:
+		return ntAVX512
+	case C.rk_has_avx2_fma() != 0:
+		return ntAVX2
+	}
+	return ntPortable
+}
+
+// ntScratch is the scratch (floats) with which the AVX-512 kernel copies the blocks of a
+// product of inner dimension k.
+func ntScratch(k int) int { return int(C.rk_gemm_nt_scratch(C.long(k))) }
+
 // cGemmNT computes out[i][j] = res[i][j] + (bias[j] + a[i]·w[j]) for i < m, j0 <= j < j1
-// (gemm_small.c), res and bias nil for none (res has out's row stride and may be out); ref
-// selects the portable arithmetic instead of the AVX-512 kernel.
-func cGemmNT(out, res, a, w, bias []float32, m, j0, j1, k, lda, ldw, ldo int, ref bool) {
+// (gemm_small.c), res and bias nil for none (res has out's row stride and may be out), with
+// kernel kern; scratch (ntScratch(k) floats, or nil) lets the AVX-512 kernel copy blocks.
+func cGemmNT(out, res, a, w, bias []float32, m, j0, j1, k, lda, ldw, ldo int, kern ntKernel, scratch []float32) {
 	if m == 0 || j1 <= j0 {
 		return
 	}
-	var b, r *C.float
+	var b, r, s *C.float
 	if bias != nil {
 		b = fptr(bias)
 	}
 	if res != nil {
 		r = fptr(res)
 	}
-	if ref {
+	switch kern {
+	case ntAVX512:
+		if scratch != nil {
+			s = fptr(scratch[:ntScratch(k)])
+		}
+		C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), r, b, s)
+	case ntAVX2:
+		C.rk_gemm_nt8(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), r, b)
+	default:
 		C.rk_gemm_nt_ref(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), r, b)
-		return
 	}
-	C.rk_gemm_nt(fptr(out), fptr(a), fptr(w), C.long(m), C.long(j0), C.long(j1), C.long(k), C.long(lda), C.long(ldw), C.long(ldo), r, b)
 }
 
 func cBool(b bool) C.int {
@@ -129,7 +178,7 @@ var blasCore sync.Once
 // its slowest ones for a processor newer than itself (blas_core.c).
 func fixBLASCore() { C.rk_blas_fix_core() }
 
-// hasAVX512 reports whether the small-row GEMM kernel can run.
+// hasAVX512 reports whether the processor has AVX-512 (the sixteen-lane kernels).
 func hasAVX512() bool { return C.rk_has_avx512() != 0 }
 
 // hasAVX2 reports whether the vectorised kernel paths are in use.

@@ -19,32 +19,43 @@ void rk_exp_sums(const float *x, long n, float scale, float m, double *s, double
 // target's glogp·scale.
 void rk_logprob_backward(float *x, long n, float scale, float lse, float glogp, float gent, float h);
 
-// out = softmax(x·scale), returning log Σ e^{x·scale} (the row's log-sum-exp).
-float rk_softmax(float *out, const float *x, long n, float scale);
+// out = softmax(x·scale): returns m = max x·scale and writes s = Σ e^{x·scale − m}, summed
+// as rk_exp_sums sums (the row's log-sum-exp is m + log s).
+float rk_softmax(float *out, const float *x, long n, float scale, double *s);
 
 // Decode attention of one query row (q: nh heads of hd) over n1 cached positions at k1, v1
 // (a shared prefix), then n2 at k2, v2 (row stride ld), all heads; scratch holds
-// nh·(n1 + n2) floats.
+// nh·(n1 + n2) floats. lse, if not NULL, receives each head's log-sum-exp of the scaled
+// scores (nh floats). The training forward runs it too, row by row over a packed batch, so
+// that a row's attention is the same sums whether it is decoded or trained on.
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
+                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 
 // rk_attention_decode in sixteen lanes (AVX-512, decode_attention.c), which rk_attention_decode
 // runs when rk_decode16 says the processor has it (and rk_set_decode16 has not switched it
 // off); rk_attention_decode_ref is its arithmetic in portable C, bit for bit.
 void rk_attention_decode16(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                           const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
+                           const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                             const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch);
+                             const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 int rk_decode16(void);
 void rk_set_decode16(int on);
 
-// Attention over a score block of t query rows (row stride w) whose row r sees its first
-// n0 + r + 1 keys: a continuation of n0 prefix rows, causally (n0 = 0 for a sequence of its
-// own). rk_attention_softmax turns each row's scores into probabilities in place, the masked
-// rest 0, and writes its log-sum-exp to lse[r·ls]; rk_attention_probs recomputes the
-// probabilities from the scores and those log-sum-exps; rk_attention_dscores turns dP into
-// dS = P ⊙ (dP − D_r) in place, D_r = dy_r·y_r over hd channels (dy, y: row stride ld).
-void rk_attention_softmax(float *p, long t, long w, long n0, float *lse, long ls);
+// rk_attention_decode for R query rows of one sequence (the training forward's): row i, at
+// q + i·ldq, attends over its first n + i positions (n1 of them at k1, v1, the rest at k2, v2),
+// writing out + i·ldo and lse + i·nh (lse may be NULL): each row exactly as
+// rk_attention_decode computes it, several rows sharing each key and value loaded where the
+// sixteen-lane path runs with heads of 16, 32, 48 or 64 channels. scratch holds 4·nh·(n + R)
+// floats.
+void rk_attention_rows(float *out, long ldo, const float *q, long ldq, long R, const float *k1, const float *v1, long n1,
+                       const float *k2, const float *v2, long n, long nh, long hd, long ld, float scale, float *scratch,
+                       float *lse);
+
+// The attention backward over a score block of t query rows (row stride w) whose row r sees
+// its first n0 + r + 1 keys: a continuation of n0 prefix rows, causally (n0 = 0 for a
+// sequence of its own). rk_attention_probs recomputes the probabilities from the scores and
+// the forward's log-sum-exps (lse[r·ls]), the masked rest 0; rk_attention_dscores turns dP
+// into dS = P ⊙ (dP − D_r) in place, D_r = dy_r·y_r over hd channels (dy, y: row stride ld).
 void rk_attention_probs(float *p, long t, long w, long n0, const float *lse, long ls);
 void rk_attention_dscores(float *dp, const float *p, long t, long w, long n0, const float *dy, const float *y, long ld,
                           long hd);
@@ -54,13 +65,19 @@ void rk_col_sums(float *acc, const float *x, long n, long ld, long cols);
 
 // out[i][j] = res[i][j] + (bias[j] + Σ_k a[i][k]·w[j][k]) for rows i < m and columns
 // j0 <= j < j1; row strides lda, ldw, ldo (res has out's; it may be out itself). res and bias
-// may be NULL for none (gemm_small.c).
-// rk_gemm_nt needs AVX-512 (rk_has_avx512); rk_gemm_nt_ref is its arithmetic in portable C,
-// bit for bit.
+// may be NULL for none (gemm_small.c). Every path sums a[i]·w[j] in the same order: element k
+// in lane k mod 16, fused multiply-adds in k order, the lanes added by lanes.h's tree.
+// rk_gemm_nt needs AVX-512 (rk_has_avx512); scratch, of rk_gemm_nt_scratch(k) floats, or
+// NULL, lets it copy blocks of a and w where their strides would thrash L1. rk_gemm_nt8 needs
+// AVX2 and FMA (rk_has_avx2_fma); rk_gemm_nt_ref is the arithmetic in portable C.
 void rk_gemm_nt(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
-                long ldo, const float *res, const float *bias);
+                long ldo, const float *res, const float *bias, float *scratch);
+long rk_gemm_nt_scratch(long k);
+void rk_gemm_nt8(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
+                 long ldo, const float *res, const float *bias);
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
                     long ldo, const float *res, const float *bias);
+int rk_has_avx2_fma(void);
 int rk_has_avx512(void);
 // Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
 // Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.

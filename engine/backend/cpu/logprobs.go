@@ -32,14 +32,19 @@ func (j *logProbsJob) run(_, lo, hi int) {
 		sums := j.sums[2*r : 2*r+2]
 		cExpSums(row, it, m, sums)
 		s, tz := sums[0], sums[1]
-		lse := m + float32(math.Log(s))
+		lse := lseOf(m, s)
 		j.lse[r] = lse
-		j.logp[r] = row[j.targets[r]]*it - lse
+		j.logp[r] = float32(row[j.targets[r]]*it) - lse
 		if j.ent != nil {
 			j.ent[r] = lse - float32(tz/s)
 		}
 	}
 }
+
+// lseOf is a row's log-sum-exp from its max m and its sum s = Σ e^{z−m}: the one expression
+// LogProbs and Softmax share, so that the sampler's log-sum-exp is the training forward's bit
+// for bit (DESIGN §6.1).
+func lseOf(m float32, s float64) float32 { return m + float32(math.Log(s)) }
 
 // backwardRow writes dL/dlogits over the row: with p = softmax(z), z = logits·invTemp,
 // dL/dz_k = dlogp·(1[k=y] − p_k) − dent·p_k·(log p_k + H), and dL/dlogits = invTemp·dL/dz.
@@ -81,22 +86,29 @@ func (c *CPU) LogProbsBackward(logits, lse, ent, dlogp, dent backend.Buf, target
 	c.lp = logProbsJob{}
 }
 
+// softmaxJob is the sampler's distribution: its max and sum are LogProbs's (the same kernels
+// in the same order), so a recorded logprob, logits·invTemp − lse, is the training forward's.
 type softmaxJob struct {
 	probs, lse, logits []float32
+	sums               []float64 // one per row
 	v                  int
 	invTemp            float32
 }
 
 func (j *softmaxJob) run(_, lo, hi int) {
 	for r := lo; r < hi; r++ {
-		j.lse[r] = cSoftmax(j.probs[r*j.v:(r+1)*j.v], j.logits[r*j.v:(r+1)*j.v], j.invTemp)
+		m := cSoftmax(j.probs[r*j.v:(r+1)*j.v], j.logits[r*j.v:(r+1)*j.v], j.invTemp, &j.sums[r])
+		j.lse[r] = lseOf(m, j.sums[r])
 	}
 }
 
 func (c *CPU) Softmax(probs, lse, logits backend.Buf, rows, v int, invTemp float32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sm = softmaxJob{probs: probs.F32(), lse: lse.F32(), logits: logits.F32(), v: v, invTemp: invTemp}
+	if cap(c.lpSums) < rows {
+		c.lpSums = make([]float64, 2*rows)
+	}
+	c.sm = softmaxJob{probs: probs.F32(), lse: lse.F32(), logits: logits.F32(), sums: c.lpSums[:rows], v: v, invTemp: invTemp}
 	c.pool.run(&c.sm, rows, 1)
 	c.sm = softmaxJob{}
 }

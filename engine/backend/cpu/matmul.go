@@ -2,18 +2,6 @@ package cpu
 
 import "github.com/rookscript/rookscript/engine/backend"
 
-// biasJob broadcasts a bias vector into every row of out.
-type biasJob struct {
-	out, bias []float32
-	oc        int
-}
-
-func (j *biasJob) run(_, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		copy(j.out[i*j.oc:(i+1)*j.oc], j.bias)
-	}
-}
-
 // biasGradJob adds the column sums of dout to dbias over the columns [lo, hi); every column
 // sums its rows in order, so the result does not depend on the thread count.
 type biasGradJob struct {
@@ -86,8 +74,9 @@ func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32,
 	c.gm = gemmJob{}
 }
 
-// ntJob runs the packing-free kernel of gemm_small.c over column ranges: part p computes the
-// output columns [p·size, (p+1)·size), reading only its rows of w.
+// ntJob runs the product kernel of gemm_small.c over column ranges: part p computes the
+// output columns [p·size, (p+1)·size), reading only its rows of w; or, when rows is set, over
+// row ranges: part p computes rows [p·rows, (p+1)·rows) over every column.
 type ntJob struct {
 	out, a, w     []float32
 	res, bias     []float32 // nil: none
@@ -95,12 +84,33 @@ type ntJob struct {
 	m, n, k       int
 	lda, ldw, ldo int
 	size          int
+	rows          int // > 0: parts are runs of this many rows, each over all columns
+	kern          ntKernel
+	scratch       [][]float32 // per worker, or nil: the kernel copies no blocks
 }
 
-func (j *ntJob) run(_, lo, hi int) {
+func (j *ntJob) run(w, lo, hi int) {
+	var scratch []float32
+	if j.scratch != nil {
+		scratch = j.scratch[w]
+	}
+	if j.rows > 0 {
+		for p := lo; p < hi; p++ {
+			i0, i1 := p*j.rows, min(j.m, (p+1)*j.rows)
+			var res []float32
+			if j.res != nil {
+				res = j.res[i0*j.ldo:]
+			}
+			cGemmNT(j.out[i0*j.ldo:], res, j.a[i0*j.lda:], j.w, j.bias, i1-i0, 0, j.n, j.k, j.lda, j.ldw, j.ldo, j.kern, scratch)
+			if j.gelu != nil {
+				cGELURows(j.gelu[i0*j.ldo:], j.out[i0*j.ldo:], i1-i0, j.n, j.ldo)
+			}
+		}
+		return
+	}
 	for p := lo; p < hi; p++ {
 		j0, j1 := p*j.size, min(j.n, (p+1)*j.size)
-		cGemmNT(j.out, j.res, j.a, j.w, j.bias, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, false)
+		cGemmNT(j.out, j.res, j.a, j.w, j.bias, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, j.kern, scratch)
 		if j.gelu != nil {
 			// While the part's output is still in this worker's cache; GELU is elementwise,
 			// so the part boundaries change no number.
@@ -115,8 +125,11 @@ func (j *ntJob) run(_, lo, hi int) {
 // (whole tiles of the kernel), several parts per worker once there are 4 grains of columns
 // per worker, so that a worker slowed by the rest of the machine, or woken late, holds up less.
 // With one part per worker, a decode step's two 768-column products ran at 160-176 GFLOP/s
-// against 200-233 for the wider ones, and the step took 5% longer. A column's result does not
-// depend on the split.
+// against 200-233 for the wider ones, and the step took 5% longer. A training batch's product
+// (more rows than ntCopyRows, and at least a quarter as many rows as columns) is cut into runs
+// of rows instead, one per worker: split by columns, every part read all of a and, at
+// k = 3072, copied it (5-20% more CPU time for those products at 1198 rows). No result depends
+// on the split, nor on the number of rows.
 func (c *CPU) nt(out, res, a, w, bias, gelu []float32, m, n, k, lda, ldw, ldo int) {
 	parts := c.pool.workers
 	if m*n*k < gemmMinWork {
@@ -126,23 +139,27 @@ func (c *CPU) nt(out, res, a, w, bias, gelu []float32, m, n, k, lda, ldw, ldo in
 	}
 	size := (n + parts - 1) / parts
 	size = (size + ntColumns - 1) / ntColumns * ntColumns
-	c.ntj = ntJob{out: out, res: res, a: a, w: w, bias: bias, gelu: gelu, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size}
-	c.pool.run(&c.ntj, (n+size-1)/size, 1)
+	c.ntj = ntJob{out: out, res: res, a: a, w: w, bias: bias, gelu: gelu, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size, kern: ntUse}
+	if ntUse == ntAVX512 && m > ntCopyRows {
+		c.ntj.scratch = c.scratchFor(ntScratch(k))
+	}
+	if parts > 1 && m > ntCopyRows && 4*m >= n {
+		rows := (m + c.pool.workers - 1) / c.pool.workers
+		c.ntj.rows = (rows + 11) / 12 * 12
+		c.pool.run(&c.ntj, (m+c.ntj.rows-1)/c.ntj.rows, 1)
+	} else {
+		c.pool.run(&c.ntj, (n+size-1)/size, 1)
+	}
 	c.ntj = ntJob{}
 }
 
-// useNT says whether MatMul may run gemm_small.c's kernel (AVX-512) rather than OpenBLAS;
-// tests switch it to compare the two.
-var useNT = hasAVX512()
+// ntUse is the product kernel MatMul runs: the fastest the processor has (tests switch it to
+// hold the others to the same bits).
+var ntUse = bestNTKernel()
 
-// ntMaxRows is the most rows for which MatMul takes the packing-free kernel: a decode step's
-// products. Above it OpenBLAS's packed panels pay
-// for their copy and its kernels run faster (on this project's AVX-512 machine, per core:
-// 115 against 105 GFLOP/s at 64 rows, 115 against 150 at 768).
-const ntMaxRows = 96
-
-// ntFor says whether a product of n rows runs the packing-free kernel.
-func ntFor(n int) bool { return useNT && n <= ntMaxRows }
+// ntCopyRows: products of more rows than this let the kernel copy its blocks of a and w
+// (gemm_small.c); a decode step's products, whose weights come from memory once, do not.
+const ntCopyRows = 96
 
 // ntColumns is the column grain of a MatMul part: whole tiles of the kernel, and few enough
 // parts per worker that each streams a long run of weight rows.
@@ -154,55 +171,44 @@ func (c *CPU) MatMul(out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.matMul(out.F32()[:n*oc], nil, nil, inp, w, bias, n, ch, oc)
 }
 
-// MatMulAdd fuses the residual add into the product's stores where the packing-free kernel
-// runs: res + (bias + sum), rounded as the two passes round it.
+// MatMulAdd fuses the residual add into the product's stores: res + (bias + sum), rounded as
+// the two passes round it.
 func (c *CPU) MatMulAdd(out, res, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if out.Slice(0, n*oc).Overlaps(res.Slice(0, n*oc)) {
-		panic("cpu: MatMulAdd: res overlaps the output") // OpenBLAS writes out before the add
+		panic("cpu: MatMulAdd: res overlaps the output")
 	}
-	o, r := out.F32()[:n*oc], res.F32()[:n*oc]
-	if !c.matMul(o, r, nil, inp, w, bias, n, ch, oc) {
-		c.runEW(opAdd, o, r, o, 0)
-	}
+	c.matMul(out.F32()[:n*oc], res.F32()[:n*oc], nil, inp, w, bias, n, ch, oc)
 }
 
-// MatMulGELU applies GELU to each part of the product as it is finished, where the
-// packing-free kernel runs.
+// MatMulGELU applies GELU to each part of the product as it is finished.
 func (c *CPU) MatMulGELU(pre, out, inp, w, bias backend.Buf, n, ch, oc int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, o := pre.F32()[:n*oc], out.F32()[:n*oc]
-	if !c.matMul(p, nil, o, inp, w, bias, n, ch, oc) {
-		c.runEW(opGELU, o, p, nil, 0)
-	}
+	c.matMul(pre.F32()[:n*oc], nil, out.F32()[:n*oc], inp, w, bias, n, ch, oc)
 }
 
-// matMul computes o = inp·wᵀ + bias. Through the packing-free kernel it also adds res (not
-// nil) and writes gelu(o) into gelu (not nil), and says so; through OpenBLAS it leaves both
-// to the caller.
-func (c *CPU) matMul(o, res, gelu []float32, inp, w, bias backend.Buf, n, ch, oc int) (fused bool) {
-	if ntFor(n) {
-		// The kernel adds the bias as it stores each sum: the same bias + sum as the pass
-		// below, without writing out first for the kernel to read back (from the other
-		// worker's cache, as the two split out by rows and columns).
-		var b []float32
-		if !bias.Nil() {
-			b = bias.F32()[:oc]
-		}
-		c.nt(o, res, inp.F32(), w.F32(), b, gelu, n, oc, ch, ch, ch, oc)
-		return true
-	}
-	beta := float32(0)
+// matMul computes o = res + (bias + inp·wᵀ) (res nil: none) and, when gelu is not nil,
+// gelu(o) into gelu. Every forward product runs here, through gemm_small.c's kernel at every
+// row count: each output element is the same sum of the same products in the same order
+// whatever the rows around it, so a row's result does not depend on the batch it came in
+// (DESIGN §6.1). The kernel adds the bias as it stores each sum.
+func (c *CPU) matMul(o, res, gelu []float32, inp, w, bias backend.Buf, n, ch, oc int) {
+	var b []float32
 	if !bias.Nil() {
-		c.bias = biasJob{out: o, bias: bias.F32()[:oc], oc: oc}
-		c.pool.run(&c.bias, n, max(1, 16384/oc))
-		c.bias = biasJob{}
-		beta = 1
+		b = bias.F32()[:oc]
 	}
-	c.gemm(false, true, n, oc, ch, 1, inp.F32(), ch, w.F32(), ch, beta, o, oc)
-	return false
+	c.nt(o, res, inp.F32(), w.F32(), b, gelu, n, oc, ch, ch, ch, oc)
+}
+
+// BLASMatMul computes out (n, oc) = inp (n, ch) · w (oc, ch)ᵀ through OpenBLAS on the pool,
+// as the backward's GEMMs run. No forward product runs it (they are MatMul's, batch-invariant):
+// it is the SGEMM rate benchmarks hold MatMul's kernel against (rookbench's floor).
+func (c *CPU) BLASMatMul(out, inp, w backend.Buf, n, ch, oc int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gemm(false, true, n, oc, ch, 1, inp.F32()[:n*ch], ch, w.F32()[:oc*ch], ch, 0, out.F32()[:n*oc], oc)
 }
 
 func (c *CPU) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, ch, oc int) {

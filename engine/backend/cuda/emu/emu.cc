@@ -220,7 +220,6 @@ static const std::map<std::string, Entry>& registry() {
 	    RK_KERNEL(rkcu_gelu_backward),
 	    RK_KERNEL(rkcu_gather_rows),
 	    RK_KERNEL(rkcu_scatter_rows),
-	    RK_KERNEL(rkcu_bias_broadcast),
 	    RK_KERNEL(rkcu_column_sums),
 	    RK_KERNEL(rkcu_accumulate_partials),
 	    RK_KERNEL(rkcu_encoder_forward),
@@ -238,6 +237,8 @@ static const std::map<std::string, Entry>& registry() {
 	    RK_KERNEL(rkcu_adamw),
 	    RK_KERNEL(rkcu_sumsq_partial),
 	    RK_KERNEL(rkcu_sumsq_final),
+	    RK_KERNEL(rkcu_matmul_nt),
+	    RK_KERNEL(rkcu_matmul_nt16),
 	};
 	return r;
 }

@@ -1,5 +1,5 @@
 // Memory-bound kernels over flat arrays and rows: fill, copy, add, scale, GELU, row gather and
-// scatter, bias broadcast and the two-phase column sums behind bias and LayerNorm gradients.
+// scatter and the two-phase column sums behind bias and LayerNorm gradients.
 #include "common.cuh"
 
 extern "C" __global__ void rkcu_fill(float* out, float v, long long n) {
@@ -66,11 +66,6 @@ extern "C" __global__ void rkcu_scatter_rows(float* dst, const float* src, const
 		long long r = i / c, k = i - r * c;
 		dst[(long long)rows[r] * c + k] = src[i];
 	}
-}
-
-// out[r, j] = bias[j] for every row: the GEMM then adds inp·wᵀ with beta = 1.
-extern "C" __global__ void rkcu_bias_broadcast(float* out, const float* bias, int n, int oc) {
-	RKCU_GRID_LOOP(i, (long long)n * oc) out[i] = bias[i % oc];
 }
 
 // Phase 1 of a deterministic column sum: for chunk k (blocks take chunks along y in a

@@ -32,7 +32,6 @@ var (
 	GELUBackward        = Kernel{"rkcu_gelu_backward", "FFFl"}
 	GatherRows          = Kernel{"rkcu_gather_rows", "FFIii"}
 	ScatterRows         = Kernel{"rkcu_scatter_rows", "FFIii"}
-	BiasBroadcast       = Kernel{"rkcu_bias_broadcast", "FFii"}
 	ColumnSums          = Kernel{"rkcu_column_sums", "FFiii"}
 	AccumulatePartials  = Kernel{"rkcu_accumulate_partials", "FFiii"}
 	EncoderForward      = Kernel{"rkcu_encoder_forward", "FIIFFii"}
@@ -50,15 +49,17 @@ var (
 	AdamW               = Kernel{"rkcu_adamw", "FFFFlffffff"}
 	SumSquaresPartial   = Kernel{"rkcu_sumsq_partial", "DFli"}
 	SumSquaresFinal     = Kernel{"rkcu_sumsq_final", "DDi"}
+	MatMulNT            = Kernel{"rkcu_matmul_nt", "FFFFFiii"}
+	MatMulNT16          = Kernel{"rkcu_matmul_nt16", "FFFFFiii"}
 )
 
 // All lists every kernel; the backend resolves each one when it loads the module.
 var All = []Kernel{
 	Fill, Copy, Add, AddTo, Scale, GELUForward, GELUBackward, GatherRows, ScatterRows,
-	BiasBroadcast, ColumnSums, AccumulatePartials, EncoderForward, EncoderBackward,
+	ColumnSums, AccumulatePartials, EncoderForward, EncoderBackward,
 	LayerNormForward, LayerNormBackward, AttentionForward, AttentionBackwardDQ,
 	AttentionBackwardKV, KVWrite, AttentionDecode, LogProbsForward, LogProbsBackward, Softmax, AdamW,
-	SumSquaresPartial, SumSquaresFinal,
+	SumSquaresPartial, SumSquaresFinal, MatMulNT, MatMulNT16,
 }
 
 //go:embed sm_80.ptx

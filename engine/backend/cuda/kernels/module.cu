@@ -6,3 +6,4 @@
 #include "attention.cu"
 #include "logprobs.cu"
 #include "optimizer.cu"
+#include "matmul.cu"

@@ -57,6 +57,13 @@ func New(d Driver) *Backend { return &Backend{d: d} }
 // Name describes the backend.
 func (b *Backend) Name() string { return b.d.Name() }
 
+// BatchInvariant is true: every forward kernel's sums run in an order that depends only on
+// each output's own inputs — the products (rkcu_matmul_nt, not cuBLAS), attention (one
+// function for packed and decoded rows), LayerNorm, the softmax and log-softmax — so the
+// sampler's logprobs are the training forward's bit for bit on the same device (DESIGN §6.1;
+// docs/CUDA.md).
+func (b *Backend) BatchInvariant() bool { return true }
+
 // Driver returns the device driver.
 func (b *Backend) Driver() Driver { return b.d }
 
@@ -396,32 +403,47 @@ func (b *Backend) gemmRowMajor(transA, transB bool, m, n, k int, alpha float32, 
 	runtime.KeepAlive(c.M)
 }
 
+// MatMul runs the forward's products through rkcu_matmul_nt, not cuBLAS: each output's sum
+// runs in k order whatever the number of rows, so the sampler's few rows and the training
+// forward's thousands give a row the same bits (DESIGN §6.1). cuBLAS's choice of algorithm,
+// and with it a sum's order, depends on the sizes.
 func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
+	b.matMul(out, backend.Buf{}, inp, w, bias, n, c, oc)
+}
+
+// MatMulAdd: out = res + (bias + inp·wᵀ) in one pass, rounded as MatMul then Add.
+func (b *Backend) MatMulAdd(out, res, inp, w, bias backend.Buf, n, c, oc int) {
+	need("MatMulAdd res", res, n*oc)
+	if out.Slice(0, n*oc).Overlaps(res.Slice(0, n*oc)) {
+		panic("cuda: MatMulAdd: res overlaps the output") // the interface's contract, as the CPU's
+	}
+	b.matMul(out, res, inp, w, bias, n, c, oc)
+}
+
+// matMulTile is rkcu_matmul_nt's tile (rows and columns), matMulThreads its threads per
+// block; a product of fewer than matMulWide such tiles runs rkcu_matmul_nt16's tiles of 16,
+// which fill more of the GPU (a decode step's 64 rows × 768 columns make 12 tiles of 64). The
+// tiles change which thread computes an element, not its sum.
+const matMulTile, matMulThreads, matMulWide = 64, 256, 128
+
+func (b *Backend) matMul(out, res, inp, w, bias backend.Buf, n, c, oc int) {
 	need("MatMul out", out, n*oc)
 	need("MatMul inp", inp, n*c)
 	need("MatMul w", w, oc*c)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	beta := float32(0)
 	if !bias.Nil() {
 		need("MatMul bias", bias, oc)
-		b.flat(kernels.BiasBroadcast, n*oc, argF(out), argF(bias), argInt(n), argInt(oc))
-		beta = 1
 	}
-	// out = inp·wᵀ (+ the broadcast bias).
-	b.gemmRowMajor(false, true, n, oc, c, 1, inp, c, w, c, beta, out, oc)
-}
-
-// MatMulAdd is MatMul then Add, rounding as the CPU backend does: the residual folded into
-// cuBLAS's beta would meet the bias before the sum.
-func (b *Backend) MatMulAdd(out, res, inp, w, bias backend.Buf, n, c, oc int) {
-	need("MatMulAdd out", out, n*oc)
-	need("MatMulAdd res", res, n*oc)
-	if out.Slice(0, n*oc).Overlaps(res.Slice(0, n*oc)) {
-		panic("cuda: MatMulAdd: res overlaps the output") // MatMul writes out before the add
+	if n == 0 || oc == 0 {
+		return
 	}
-	b.MatMul(out, inp, w, bias, n, c, oc)
-	b.Add(out.Slice(0, n*oc), res.Slice(0, n*oc), out.Slice(0, n*oc))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k, tiles := kernels.MatMulNT, ceilDiv(n, matMulTile)*ceilDiv(oc, matMulTile)
+	if tiles < matMulWide {
+		k, tiles = kernels.MatMulNT16, ceilDiv(n, 16)*ceilDiv(oc, 16)
+	}
+	b.launch(k, D1(b.grid(tiles)), D1(matMulThreads), 0,
+		argF(out), argF(res), argF(inp), argF(w), argF(bias), argInt(n), argInt(c), argInt(oc))
 }
 
 // MatMulGELU is MatMul then GELU.
