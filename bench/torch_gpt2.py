@@ -20,9 +20,11 @@ Use Debian's interpreter, which has python3-torch:  /usr/bin/python3 bench/torch
 """
 
 import argparse
+import ctypes
 import json
 import math
 import os
+import re
 import resource
 import sys
 import time
@@ -141,13 +143,52 @@ def setup(threads, seed):
     return model, time.perf_counter() - t
 
 
+def blas_info():
+    """The BLAS library this process loaded (Debian's torch calls the system BLAS: OpenBLAS
+    through the alternatives) and, for OpenBLAS, the processor family whose kernels it runs,
+    asked of the library itself: what the engine's figures are compared with."""
+    path = ""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            name = line.split()[-1] if line.split() else ""
+            if "openblas" in name or name.endswith(("libblas.so.3", "libmkl_rt.so")):
+                path = name
+                if "openblas" in name:
+                    break
+    core = ""
+    if "openblas" in path:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            core = lib.openblas_get_corename().decode()
+        except OSError:
+            pass
+    return path, core
+
+
+def kernel_info():
+    """Which kernels torch's own operators dispatch to (its CPU capability) and the oneDNN
+    version it carries, from torch.__config__.show()."""
+    cfg = torch.__config__.show()
+    cap = re.search(r"CPU capability usage: (\S+)", cfg)
+    dnn = re.search(r"MKL-DNN (v[\d.]+)", cfg)
+    return (cap.group(1) if cap else ""), (dnn.group(1) if dnn else "")
+
+
 def env_info(model, threads, init_s):
     """What the JSON says about the process besides its timings."""
+    blas, core = blas_info()
+    cap, dnn = kernel_info()
     return {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "threads_asked": threads,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
+        "blas": blas,
+        "blas_core": core,
+        "cpu_capability": cap,
+        "onednn": dnn,
         "params": num_params(model),
         "init_s": init_s,
     }

@@ -73,6 +73,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -321,9 +322,14 @@ type bench struct {
 	statTotal            series
 	grpo                 grpoPhases
 	dp                   dpResult
-	memRuns              map[string]memRun
-	main                 mainJob
-	devPeak              map[string]int64 // -device cuda: the most device memory each section held
+	torchCap             struct { // the tuned peer's operator kernels (torchCapability)
+		chosen bool
+		value  string
+		tried  []string
+	}
+	memRuns map[string]memRun
+	main    mainJob
+	devPeak map[string]int64 // -device cuda: the most device memory each section held
 }
 
 // failure records a failed measurement and returns it as a not-measured series.
@@ -414,16 +420,86 @@ func (b *bench) loadModel() error {
 	return nil
 }
 
-// startTorch starts a PyTorch script in serve mode with the common arguments.
+// startTorch starts a PyTorch script in serve mode with the common arguments: tuned, at its
+// best on this machine (torchPeer), or as the environment has it.
 func (b *bench) startTorch(script string, tuned bool, args ...string) (*torchProc, error) {
-	args = append([]string{"--threads", fmt.Sprint(b.threads), "--seed", "42"}, args...)
-	p, err := startTorch(b.python, filepath.Join(b.scripts, script), tuned, args...)
+	peer := torchPeer{}
+	if tuned {
+		peer = torchPeer{tuned: true, coreType: cpu.BLASCoreName(), capability: b.torchCapability()}
+	}
+	p, err := b.startTorchPeer(script, peer, args...)
 	if err != nil {
 		return nil, err
 	}
 	b.torchInfo = append(b.torchInfo, p.Info)
-	progress("  torch %s (OMP_WAIT_POLICY=%q): %d threads, ready in %.1f s", p.Info.Torch, p.Info.OMPWaitPolicy, p.Info.Threads, p.Info.InitS)
 	return p, nil
+}
+
+func (b *bench) startTorchPeer(script string, peer torchPeer, args ...string) (*torchProc, error) {
+	args = append([]string{"--threads", fmt.Sprint(b.threads), "--seed", "42"}, args...)
+	p, err := startTorch(b.python, filepath.Join(b.scripts, script), peer, args...)
+	if err != nil {
+		return nil, err
+	}
+	progress("  torch %s (OMP_WAIT_POLICY=%q): %d threads, BLAS %s kernels, operators %s, ready in %.1f s",
+		p.Info.Torch, p.Info.OMPWaitPolicy, p.Info.Threads, p.Info.BLASCore, p.Info.Capability, p.Info.InitS)
+	return p, nil
+}
+
+// torchCapability is the kernels torch's own operators run fastest here, chosen once: on a
+// processor with AVX-512, its AVX2 and AVX-512 kernels each time a few forwards and the faster
+// wins (torch picks AVX2 by default, which on some processors is the faster). "" where there
+// is nothing to choose, or the choice could not be made.
+func (b *bench) torchCapability() string {
+	if b.torchCap.chosen || !cpuHas("avx512f") {
+		return b.torchCap.value
+	}
+	b.torchCap.chosen = true
+	progress("  choosing torch's operator kernels: AVX2 or AVX-512, %d forwards each", b.runs)
+	best, bestMS := "", math.Inf(1)
+	for _, c := range []string{"AVX2", "AVX512"} {
+		p, err := b.startTorchPeer("torch_gpt2.py", torchPeer{tuned: true, coreType: cpu.BLASCoreName(), capability: c},
+			"--batch", fmt.Sprint(b.batch), "--seq", fmt.Sprint(b.seq))
+		if err != nil {
+			progress("  torch with %s: %v", c, err)
+			continue
+		}
+		var ms []float64
+		for i := range 1 + b.runs {
+			s, err := p.Do("forward")
+			if err != nil {
+				break
+			}
+			if i > 0 {
+				ms = append(ms, s.ms)
+			}
+		}
+		p.Close()
+		if len(ms) == 0 {
+			continue
+		}
+		m := median(ms)
+		b.torchCap.tried = append(b.torchCap.tried, fmt.Sprintf("%s %.1f ms", c, m))
+		if m < bestMS {
+			best, bestMS = c, m
+		}
+	}
+	b.torchCap.value = best
+	return best
+}
+
+// cpuHas reports whether the processor has a feature (a flag of /proc/cpuinfo).
+func cpuHas(flag string) bool {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "flags") {
+			return slices.Contains(strings.Fields(line), flag)
+		}
+	}
+	return false
 }
 
 // runSteps alternates the engine's and tuned PyTorch's forward, then their train steps.
@@ -600,6 +676,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		fmt.Sprintf("medians of %d timed runs after %d warm-up (untuned torch %d, generation %d), engine and PyTorch runs alternated; x rows: engine speed-up, >1 = engine faster", b.runs, b.warmup, b.untunedRuns, b.genRuns),
 		fmt.Sprintf("machine: %s, %d CPUs; %s; %s%s", m.CPU, runtime.NumCPU(), m.GoVersion, m.BLAS, torchLine),
 	}
+	if k := b.kernelsLine(); k != "" {
+		rep.Header = append(rep.Header, k)
+	}
 	if b.device != "cpu" {
 		rep.Header[0] = fmt.Sprintf("rookbench: GPT-2 124M, RANDOM weights (%s), on %s", modelSpec, m.Device)
 		rep.Header[1] = fmt.Sprintf("medians of %d timed runs after %d warm-up (generation %d); each timed run ends when the device has finished its work", b.runs, b.warmup, b.genRuns)
@@ -643,6 +722,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		if s["engine"] && s["torch"] {
 			add(ratioRow(gr, "speedup.forward_vs_torch", "engine speed-up over tuned torch", "torch ms / engine ms", b.torFwd, b.engFwd, true))
 		}
+		if s["engine"] {
+			b.gemmFloorRows(gr, "forward", 2*float64(n)*float64(tokens), b.engFwd, add)
+		}
 		if s["torch"] && s["untuned"] {
 			add(ratioRow(gr, "torch.forward_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untFwd, b.torFwd, false))
 		}
@@ -666,6 +748,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	}
 	if s["engine"] && s["torch"] {
 		add(ratioRow(trainGroup, "speedup.train_vs_torch", "engine speed-up over tuned torch", "torch ms / engine ms", b.torTrain, b.engTrain, true))
+	}
+	if s["engine"] {
+		b.gemmFloorRows(trainGroup, "train", 6*float64(n)*float64(tokens), b.engTrain, add)
 	}
 	if s["torch"] && s["untuned"] {
 		add(ratioRow(trainGroup, "torch.train_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untTrain, b.torTrain, false))
@@ -754,7 +839,8 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	if b.device != "cpu" {
 		b.devMemRows(add)
 	}
-	rep.Rows = rows
+	rep.Rows = flagDegraded(rows, b.torchInfo)
+	rep.Summary = summary(rep.Rows, m.CPU)
 	rep.Notes = append(b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n), cacheNote...)
 	return rep
 }
@@ -856,4 +942,97 @@ func cpuName() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// gemmFloorRows are a workload's floor — its weight products' FLOPs at the SGEMM rate the
+// gemm section measured — and the engine's time over it, under stable keys
+// (floor.<name>_ms, floor.<name>_ratio).
+func (b *bench) gemmFloorRows(group, name string, flop float64, eng series, add func(Row)) {
+	rate := b.floorRate()
+	floor := skipped("needs the gemm section (the SGEMM rate)")
+	if rate.ok() {
+		floor = measured([]float64{flop / (rate.median() * 1e9) * 1e3})
+	}
+	add(valueRow(group, "floor."+name+"_ms", fmt.Sprintf("  floor: the weight products' %.1f GFLOP at %s", flop/1e9, b.rateName()), "ms", floor, 0))
+	add(ratioRow(group, "floor."+name+"_ratio", "  engine / floor", "", eng, floor, false))
+}
+
+// kernelsLine says which kernels each side ran: the engine's OpenBLAS family, the torch
+// processes' OpenBLAS family and operator kernels, and how the tuned peer's were chosen.
+func (b *bench) kernelsLine() string {
+	if len(b.torchInfo) == 0 {
+		return ""
+	}
+	seen := map[string]bool{}
+	var sides []string
+	for _, ti := range b.torchInfo {
+		d := fmt.Sprintf("torch: OpenBLAS %s kernels (OPENBLAS_CORETYPE=%q), operators %s, oneDNN %s", ti.BLASCore, ti.CoreType, ti.Capability, ti.OneDNN)
+		if !seen[d] {
+			seen[d] = true
+			sides = append(sides, d)
+		}
+	}
+	line := fmt.Sprintf("kernels: engine OpenBLAS %s; %s", cpu.BLASCoreName(), strings.Join(sides, "; "))
+	if len(b.torchCap.tried) > 0 {
+		line += fmt.Sprintf("; tuned torch's operators chosen by a forward each: %s", strings.Join(b.torchCap.tried, ", "))
+	}
+	return line
+}
+
+// flagDegraded marks the rows of a peer that ran kernels below what the processor can do,
+// and the engine's ratios against it: a figure against a crippled peer is not a comparison.
+func flagDegraded(rows []Row, infos []torchInfo) []Row {
+	why := ""
+	for _, ti := range infos {
+		if d := ti.degraded(); d != "" {
+			why = d
+		}
+	}
+	if why == "" {
+		return rows
+	}
+	for i, r := range rows {
+		if strings.HasPrefix(r.Key, "torch.") || strings.HasPrefix(r.Key, "speedup.") && strings.Contains(r.Key, "torch") {
+			rows[i].Note = strings.TrimSpace("DEGRADED PEER (" + why + "): not a fair figure. " + r.Note)
+			rows[i].Degraded = true
+		}
+	}
+	return rows
+}
+
+// summaryKeys are the ratios make bench ends with, by stable key.
+var summaryKeys = []struct{ key, name string }{
+	{"floor.forward_ratio", "forward"}, {"floor.train_ratio", "train"},
+	{"floor.decode_phases_ratio", "decode64"}, {"floor.decode_ratio8", "decode8"}, {"floor.grpo_total_ratio", "grpo"},
+	{"speedup.forward_vs_torch", "forward"}, {"speedup.train_vs_torch", "train"}, {"speedup.gen_decode_vs_torch_static", "decode (static cache)"},
+}
+
+// summary is one line of the headline ratios, naming the processor: engine / floor for each
+// workload, and the engine's speed-up over tuned torch.
+func summary(rows []Row, cpuName string) string {
+	byKey := map[string]Row{}
+	for _, r := range rows {
+		byKey[r.Key] = r
+	}
+	var floors, peers []string
+	for _, k := range summaryKeys {
+		r, ok := byKey[k.key]
+		if !ok || r.Median == nil {
+			continue
+		}
+		v := fmt.Sprintf("%s %.2fx", k.name, *r.Median)
+		if r.Degraded {
+			v += " (degraded peer)"
+		}
+		if strings.HasPrefix(k.key, "floor.") {
+			floors = append(floors, v)
+		} else {
+			peers = append(peers, v)
+		}
+	}
+	if len(floors)+len(peers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("summary (%s): engine / floor: %s; engine speed-up over tuned torch: %s",
+		cpuName, strings.Join(floors, ", "), strings.Join(peers, ", "))
 }

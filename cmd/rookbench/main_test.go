@@ -113,11 +113,12 @@ func TestParseSections(t *testing.T) {
 
 func TestTorchEnv(t *testing.T) {
 	t.Setenv("OMP_WAIT_POLICY", "ACTIVE") // what the caller has must not reach the tuned run
-	base := []string{"A=1", "OMP_WAIT_POLICY=ACTIVE", "B=2"}
-	if got := torchEnv(base, true); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE"}) {
+	base := []string{"A=1", "OMP_WAIT_POLICY=ACTIVE", "OPENBLAS_CORETYPE=Prescott", "B=2"}
+	tuned := torchPeer{tuned: true, coreType: "Cooperlake", capability: "AVX512"}
+	if got := torchEnv(base, tuned); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Cooperlake", "ATEN_CPU_CAPABILITY=AVX512"}) {
 		t.Errorf("tuned env %v", got)
 	}
-	if got := torchEnv(base, false); !slices.Equal(got, []string{"A=1", "B=2"}) {
+	if got := torchEnv(base, torchPeer{}); !slices.Equal(got, []string{"A=1", "OPENBLAS_CORETYPE=Prescott", "B=2"}) {
 		t.Errorf("untuned env %v", got)
 	}
 }
@@ -126,7 +127,7 @@ func TestTorchEnv(t *testing.T) {
 // as the interpreter).
 const fakeTorch = `echo "progress on stderr" >&2
 echo "a library's stdout noise"
-echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"params\": 5}"
+echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"cpu_capability\": \"${ATEN_CPU_CAPABILITY:-AVX2}\", \"params\": 5}"
 while read op; do
   case $op in
     forward) echo "{\"op\": \"forward\", \"ms\": 12.5, \"cpu_ms\": 20, \"sys_ms\": 1}" ;;
@@ -144,11 +145,13 @@ func TestTorchProc(t *testing.T) {
 	if err := os.WriteFile(script, []byte(fakeTorch), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := startTorch("sh", script, true, "--threads", "3")
+	t.Setenv("OPENBLAS_CORETYPE", "Prescott") // a tuned peer gets the engine's family instead
+	p, err := startTorch("sh", script, torchPeer{tuned: true, coreType: "SkylakeX", capability: "AVX512"}, "--threads", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Info.Torch != "9.9" || p.Info.Threads != 3 || p.Info.OMPWaitPolicy != "PASSIVE" || p.Info.Params != 5 {
+	if p.Info.Torch != "9.9" || p.Info.Threads != 3 || p.Info.OMPWaitPolicy != "PASSIVE" || p.Info.Params != 5 ||
+		p.Info.CoreType != "SkylakeX" || p.Info.Capability != "AVX512" {
 		t.Errorf("info %+v", p.Info)
 	}
 	if s, err := p.Do("forward"); err != nil || s.ms != 12.5 || s.cpu != 20 || s.sys != 1 {
@@ -165,21 +168,21 @@ func TestTorchProc(t *testing.T) {
 	}
 	p.Close()
 
-	if u, err := startTorch("sh", script, false, "--threads", "3"); err != nil {
+	if u, err := startTorch("sh", script, torchPeer{}, "--threads", "3"); err != nil {
 		t.Errorf("untuned start: %v", err)
 	} else {
-		if u.Info.OMPWaitPolicy != "" {
-			t.Errorf("untuned process saw OMP_WAIT_POLICY=%q", u.Info.OMPWaitPolicy)
+		if u.Info.OMPWaitPolicy != "" || u.Info.CoreType != "Prescott" {
+			t.Errorf("untuned process saw OMP_WAIT_POLICY=%q OPENBLAS_CORETYPE=%q: its environment is the user's", u.Info.OMPWaitPolicy, u.Info.CoreType)
 		}
 		u.Close()
 	}
-	if _, err := startTorch("sh", filepath.Join(dir, "missing.py"), true); err == nil {
+	if _, err := startTorch("sh", filepath.Join(dir, "missing.py"), torchPeer{tuned: true}); err == nil {
 		t.Error("a missing script must be an error")
 	}
 	if err := os.WriteFile(script, []byte("echo boom >&2; exit 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startTorch("sh", script, true); err == nil || !strings.Contains(err.Error(), "boom") {
+	if _, err := startTorch("sh", script, torchPeer{tuned: true}); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Errorf("a script that fails at start: %v", err)
 	}
 }
@@ -366,5 +369,31 @@ func TestCountGRPO(t *testing.T) {
 	// The step reads the prompt's 3 cached positions once and the completion's own 1.
 	if len(w.decodeFLOP) != 1 || w.decodeFLOP[0] != 40+2 || w.decodeBytes[0] != 4*10+8*(3+1) {
 		t.Errorf("decode steps %v FLOPs, %v bytes; want one step of 42 FLOPs, 72 bytes", w.decodeFLOP, w.decodeBytes)
+	}
+}
+
+// A peer that ran degraded kernels is flagged in its rows and in the engine's ratios
+// against it, and the summary says so; the summary names the processor and reads the
+// stable keys.
+func TestDegradedPeerAndSummary(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	rows := []Row{
+		{Key: "floor.forward_ratio", Median: v(1.29)}, {Key: "floor.train_ratio", Median: v(1.31)},
+		{Key: "torch.forward", Median: v(500)}, {Key: "speedup.forward_vs_torch", Median: v(3.83)},
+		{Key: "engine.forward", Median: v(130)},
+	}
+	fair := flagDegraded(slices.Clone(rows), []torchInfo{{BLASCore: "Cooperlake", Capability: "AVX2"}})
+	if got := summary(fair, "Zen 4"); got != "summary (Zen 4): engine / floor: forward 1.29x, train 1.31x; engine speed-up over tuned torch: forward 3.83x" {
+		t.Errorf("summary %q", got)
+	}
+	bad := flagDegraded(slices.Clone(rows), []torchInfo{{BLAS: "libopenblasp-r0.3.21.so", BLASCore: "Prescott", Capability: "AVX2"}})
+	for _, r := range bad {
+		want := r.Key == "torch.forward" || r.Key == "speedup.forward_vs_torch"
+		if r.Degraded != want || want && !strings.Contains(r.Note, "DEGRADED PEER (its OpenBLAS (libopenblasp-r0.3.21.so) runs its Prescott (SSE3) kernels)") {
+			t.Errorf("%s: degraded %v, note %q", r.Key, r.Degraded, r.Note)
+		}
+	}
+	if got := summary(bad, "Emerald Rapids"); !strings.Contains(got, "forward 3.83x (degraded peer)") {
+		t.Errorf("summary %q", got)
 	}
 }

@@ -26,8 +26,35 @@ type torchInfo struct {
 	Torch         string  `json:"torch"`
 	Threads       int     `json:"threads"`
 	OMPWaitPolicy string  `json:"omp_wait_policy"`
+	CoreType      string  `json:"openblas_coretype"` // OPENBLAS_CORETYPE as the process saw it
+	BLAS          string  `json:"blas"`              // the BLAS library it loaded
+	BLASCore      string  `json:"blas_core"`         // the processor family whose kernels that OpenBLAS runs
+	Capability    string  `json:"cpu_capability"`    // the kernels torch's own operators dispatch to
+	OneDNN        string  `json:"onednn"`
 	Params        int     `json:"params"`
 	InitS         float64 `json:"init_s"`
+}
+
+// degraded says why the process runs kernels below what the processor can do, or "".
+func (ti torchInfo) degraded() string {
+	switch {
+	case strings.EqualFold(ti.BLASCore, "prescott"):
+		return fmt.Sprintf("its OpenBLAS (%s) runs its Prescott (SSE3) kernels", ti.BLAS)
+	case strings.EqualFold(ti.Capability, "default"):
+		return "torch's operators run their scalar (DEFAULT) kernels"
+	}
+	return ""
+}
+
+// torchPeer is how a PyTorch process is configured. Tuned, it gets what makes it fastest
+// here: OMP_WAIT_POLICY=PASSIVE, OpenBLAS told to run the kernel family the engine's runs
+// (a release that does not know the processor falls back to Prescott's, as the engine would
+// without blas_core.c), and torch's operators at the faster of their AVX2 and AVX-512
+// kernels on this machine. Untuned, it gets the environment as it is.
+type torchPeer struct {
+	tuned      bool
+	coreType   string // OPENBLAS_CORETYPE; "" leaves it to OpenBLAS
+	capability string // ATEN_CPU_CAPABILITY; "" leaves it to torch
 }
 
 // torchReply is its answer to one op: the run's wall, CPU and system ms (and, for a
@@ -43,17 +70,24 @@ type torchReply struct {
 }
 
 // torchEnv is the environment of a PyTorch process: ours without OMP_WAIT_POLICY, plus
-// OMP_WAIT_POLICY=PASSIVE when tuned. Debian's torch otherwise keeps its OpenMP threads
-// spinning between parallel regions, against the threads of its own BLAS on a small machine.
-func torchEnv(base []string, tuned bool) []string {
-	env := make([]string, 0, len(base)+1)
+// OMP_WAIT_POLICY=PASSIVE when tuned (Debian's torch otherwise keeps its OpenMP threads
+// spinning between parallel regions, against the threads of its own BLAS on a small
+// machine), and the kernel choices of a tuned peer.
+func torchEnv(base []string, peer torchPeer) []string {
+	env := make([]string, 0, len(base)+3)
 	for _, kv := range base {
-		if !strings.HasPrefix(kv, "OMP_WAIT_POLICY=") {
+		if !strings.HasPrefix(kv, "OMP_WAIT_POLICY=") && !(peer.tuned && (strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") || strings.HasPrefix(kv, "ATEN_CPU_CAPABILITY="))) {
 			env = append(env, kv)
 		}
 	}
-	if tuned {
+	if peer.tuned {
 		env = append(env, "OMP_WAIT_POLICY=PASSIVE")
+		if peer.coreType != "" {
+			env = append(env, "OPENBLAS_CORETYPE="+peer.coreType)
+		}
+		if peer.capability != "" {
+			env = append(env, "ATEN_CPU_CAPABILITY="+peer.capability)
+		}
 	}
 	return env
 }
@@ -75,14 +109,14 @@ type torchProc struct {
 
 // startTorch starts script (with python, in --serve mode, with the given arguments) and
 // waits for its ready line. Its standard error (progress, warnings) is passed through.
-func startTorch(python, script string, tuned bool, args ...string) (*torchProc, error) {
+func startTorch(python, script string, peer torchPeer, args ...string) (*torchProc, error) {
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("PyTorch script: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	p := &torchProc{name: filepath.Base(script), cancel: cancel}
 	p.cmd = exec.CommandContext(ctx, python, append([]string{script, "--serve"}, args...)...)
-	p.cmd.Env = torchEnv(os.Environ(), tuned)
+	p.cmd.Env = torchEnv(os.Environ(), peer)
 	p.cmd.Stderr = io.MultiWriter(os.Stderr, &tail{buf: &p.stderr, max: 4096})
 	in, err := p.cmd.StdinPipe()
 	if err != nil {
@@ -107,7 +141,7 @@ func startTorch(python, script string, tuned bool, args ...string) (*torchProc, 
 	if err == nil && !p.Info.Ready {
 		err = errors.New("no ready line")
 	}
-	if err == nil && tuned && p.Info.OMPWaitPolicy != "PASSIVE" {
+	if err == nil && peer.tuned && p.Info.OMPWaitPolicy != "PASSIVE" {
 		err = fmt.Errorf("OMP_WAIT_POLICY is %q in the tuned process, not PASSIVE", p.Info.OMPWaitPolicy)
 	}
 	if err != nil {

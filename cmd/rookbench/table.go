@@ -118,15 +118,16 @@ func sumSeries(a, b series) series {
 // Row is one line of the table. A row that was not measured has no samples and says why in
 // Note; a ratio row has no samples and its Median is the ratio of the two medians.
 type Row struct {
-	Group   string    `json:"group"`
-	Key     string    `json:"key"` // stable name for scripts: "engine.train_step", …
-	Name    string    `json:"name"`
-	Unit    string    `json:"unit"` // ms, GFLOP/s, tok/s or x (a ratio)
-	Samples []float64 `json:"samples,omitempty"`
-	Median  *float64  `json:"median,omitempty"`
-	Min     *float64  `json:"min,omitempty"`
-	Max     *float64  `json:"max,omitempty"`
-	GFLOPS  *float64  `json:"gflops,omitempty"` // achieved at the median time
+	Degraded bool      `json:"degraded,omitempty"` // a peer's figure from kernels below the processor's (flagDegraded)
+	Group    string    `json:"group"`
+	Key      string    `json:"key"` // stable name for scripts: "engine.train_step", …
+	Name     string    `json:"name"`
+	Unit     string    `json:"unit"` // ms, GFLOP/s, tok/s or x (a ratio)
+	Samples  []float64 `json:"samples,omitempty"`
+	Median   *float64  `json:"median,omitempty"`
+	Min      *float64  `json:"min,omitempty"`
+	Max      *float64  `json:"max,omitempty"`
+	GFLOPS   *float64  `json:"gflops,omitempty"` // achieved at the median time
 	// Cores is the median of CPU time / wall time over the runs (the cores the run kept busy,
 	// spinning threads included), SysCores the system-time part of it.
 	Cores    *float64 `json:"cores,omitempty"`
@@ -194,10 +195,11 @@ func joinNote(note, part string) string {
 
 // Report is everything one rookbench command measured.
 type Report struct {
-	Header []string `json:"header"` // what was run, where, and how FLOPs are counted
-	Rows   []Row    `json:"rows"`
-	Notes  []string `json:"notes,omitempty"` // derived observations and warnings
-	Meta   Meta     `json:"meta"`
+	Header  []string `json:"header"` // what was run, where, and how FLOPs are counted
+	Rows    []Row    `json:"rows"`
+	Notes   []string `json:"notes,omitempty"` // derived observations and warnings
+	Summary string   `json:"summary,omitempty"`
+	Meta    Meta     `json:"meta"`
 }
 
 // Meta is the machine-readable part of the header.
@@ -293,6 +295,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		for _, n := range r.Notes {
 			fmt.Fprintln(w, "* "+n)
 		}
+	}
+	if r.Summary != "" {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, r.Summary)
 	}
 }
 

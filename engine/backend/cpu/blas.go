@@ -38,5 +38,13 @@ func SetBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
 // blasCoreName is the family of processors whose kernels OpenBLAS runs.
 func blasCoreName() string { return C.GoString(C.openblas_get_corename()) }
 
+// BLASCoreName is the family of processors whose kernels the engine's OpenBLAS runs, once a
+// backend exists (blas_core.c may have replaced OpenBLAS's own choice): what a peer's BLAS is
+// told to run, for a like-for-like comparison.
+func BLASCoreName() string {
+	blasCore.Do(fixBLASCore)
+	return blasCoreName()
+}
+
 // BLASConfig describes the OpenBLAS build (architecture kernel, threading).
 func BLASConfig() string { return C.GoString(C.openblas_get_config()) }
