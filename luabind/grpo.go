@@ -1,6 +1,8 @@
 package luabind
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -62,11 +64,11 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 		p.trainer = &trainerState{tr: &grpo.Trainer{Policy: p.m, Opt: opt.o}}
 	}
 	tr := p.trainer.tr
-	tr.Opt, tr.Ref, tr.RefHash, tr.RefGeneration = opt.o, nil, "", nil
+	tr.Opt, tr.Ref, tr.RefHash = opt.o, nil, ""
 	if ref != nil {
 		// The trainer checks the weights themselves against the recorded hash (checkRunReference
 		// checked the reference's label), hashing them again only after a write.
-		tr.Ref, tr.RefHash, tr.RefGeneration = ref.m, ref.hash, func() uint64 { return ref.writes }
+		tr.Ref, tr.RefHash = ref.m, ref.hash
 		if p.run != nil {
 			tr.RefHash = p.run.identity.Current()
 		}
@@ -85,6 +87,9 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 		tr.Comm = c // the ranks' shares of the batch step together
 	}
 	m, err := tr.Step(L.Context(), b.b, cfg)
+	if off := (*grpo.OffPolicyError)(nil); errors.As(err, &off) && p.run != nil {
+		err = fmt.Errorf("step %d of the run in %s: %w", p.run.step+1, p.run.r.Dir, err)
+	}
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}

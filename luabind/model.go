@@ -24,7 +24,6 @@ type model struct {
 	source     gpt2.Source
 	sourceHash string // content hash of the weights the source loads to
 	hash       string // a reference's current content hash (exact: it changes only by a sync); "" for a policy
-	writes     uint64 // a reference's weight writes (setParams): the GRPO trainer hashes them again only when this moved
 	frozen     bool   // a reference: never trained, changes only by an explicit sync
 	run        *run   // the open run this model is the policy or the KL reference of
 	announce   string // the "model: …" line, held back while a resume may replace the weights
@@ -60,10 +59,8 @@ func (m *model) label() string {
 	return m.source.Path
 }
 
-// setParams replaces a reference's weights with params, whose content hash is hash, and
-// counts the write.
+// setParams replaces a reference's weights with params, whose content hash is hash.
 func (m *model) setParams(params []float32, hash string) error {
-	m.writes++
 	if err := m.m.SetParams(params); err != nil {
 		return err
 	}

@@ -23,10 +23,12 @@ type Model struct {
 	p, g   weights     // views of Params and Grads
 
 	// HeadRows is the number of scored rows per LM-head chunk; 0 chooses it from
-	// HeadChunkBytes. Results depend on it only by float rounding (a GEMM rounds according
-	// to its row count; the tied embedding's gradient sums chunk by chunk), never on the
-	// thread count.
+	// HeadChunkBytes. On a batch-invariant backend the forward's results do not depend on it;
+	// the tied embedding's gradient sums chunk by chunk, so it depends on it by float rounding.
+	// Nothing depends on the thread count.
 	HeadRows int
+
+	gen uint64 // writes to Params so far (ParamGeneration)
 
 	act  *activations
 	smp  *sampling
@@ -124,10 +126,21 @@ func (m *Model) SetParams(params []float32) error {
 		return fmt.Errorf("gpt2: %d parameters given, the model has %d", len(params), m.Layout.Total)
 	}
 	m.B.Upload(m.Params, params)
+	m.gen++
 	return nil
 }
 
-// Tensor returns the view of the named parameter tensor (see Layout for names).
+// ParamGeneration counts the writes to the parameters: SetParams, and every write that says so
+// with ParamsWritten (an optimizer step). Equal generations of one model mean equal weights;
+// a reference check or a sampled batch compares them instead of hashing the weights.
+func (m *Model) ParamGeneration() uint64 { return m.gen }
+
+// ParamsWritten records a write to Params made other than through SetParams: a caller that
+// writes them (an optimizer, a Tensor view) calls it after.
+func (m *Model) ParamsWritten() { m.gen++ }
+
+// Tensor returns the view of the named parameter tensor (see Layout for names). A caller that
+// writes through it calls ParamsWritten after.
 func (m *Model) Tensor(name string) (backend.Buf, bool) {
 	t, ok := m.Layout.Lookup(name)
 	if !ok {

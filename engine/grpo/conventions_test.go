@@ -229,6 +229,7 @@ func TestFirstMinibatchMeasured(t *testing.T) {
 			b.Completions[i].LogProbs[j] -= 0.25 // the sampled logprobs disagree with the policy by 0.25
 		}
 	}
+	b.Edited()
 	cfg := DefaultConfig()
 	cfg.DropZeroStd, cfg.Minibatches, cfg.Beta = true, 16, 0.1
 	m := step(t, tr, b, cfg)

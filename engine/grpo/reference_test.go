@@ -10,8 +10,7 @@ import (
 
 // TestStepRefusesAnotherReference is DESIGN §6.6 in the engine: a trainer that holds the
 // recorded reference's hash refuses a reference whose weights are not it. The weights are
-// hashed again only when their generation changes — not at every step — and at every step
-// when nothing counts the writes.
+// hashed again only when the model's ParamGeneration changes — not at every step.
 func TestStepRefusesAnotherReference(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Beta = 0.1
@@ -19,8 +18,7 @@ func TestStepRefusesAnotherReference(t *testing.T) {
 	start := tr.Ref.ParamsHost()
 	other := tinyModel(t, 2, 3).ParamsHost()
 	recorded, otherHash := gpt2.ParamsHash(tinyConfig, start), gpt2.ParamsHash(tinyConfig, other)
-	var gen uint64
-	tr.RefHash, tr.RefGeneration = recorded, func() uint64 { return gen }
+	tr.RefHash = recorded
 	refused := func(what string, want bool) {
 		t.Helper()
 		_, err := tr.Step(context.Background(), b, cfg)
@@ -33,28 +31,24 @@ func TestStepRefusesAnotherReference(t *testing.T) {
 	}
 	refused("the recorded reference", false)
 
-	if err := tr.Ref.SetParams(other); err != nil {
-		t.Fatal(err)
-	}
+	tr.Ref.B.Upload(tr.Ref.Params, other) // behind the generation's back
 	refused("a write its generation does not count (the weights are not hashed every step)", false)
-	gen++
+	tr.Ref.ParamsWritten()
 	refused("after the write is counted", true)
 	cfg.Beta = 0
 	refused("beta = 0 never runs the reference", false)
 	cfg.Beta = 0.1
 
-	tr.RefGeneration = nil // nothing counts the writes: every step hashes
 	if err := tr.Ref.SetParams(start); err != nil {
 		t.Fatal(err)
 	}
-	refused("uncounted, back to the recorded weights", false)
+	refused("SetParams counts its write: back to the recorded weights", false)
 	if err := tr.Ref.SetParams(other); err != nil {
 		t.Fatal(err)
 	}
-	refused("uncounted, another reference's weights", true)
+	refused("SetParams, another reference's weights", true)
 
-	tr.RefGeneration = func() uint64 { return gen } // the generation seen before, for another model
-	tr.Ref = tinyModel(t, 1, 3)
+	tr.Ref = tinyModel(t, 1, 3) // the same generation, another model
 	refused("another model holding the recorded weights", false)
 	tr.Ref = tinyModel(t, 2, 3)
 	refused("another model holding other weights", true)

@@ -42,12 +42,8 @@ type Trainer struct {
 	// RefHash, when set, is the content hash (gpt2.ParamsHash) of the reference the caller
 	// recorded — a run's, DESIGN §6.6: a step that runs the reference refuses one whose weights
 	// hash otherwise. They are hashed when a reference is first used and again only after a
-	// write, as its generation says: the model's own count of parameter writes where it keeps
-	// one (a ParamGeneration method), else RefGeneration; with neither, at every such step.
+	// write, as the model's ParamGeneration says.
 	RefHash string
-	// RefGeneration reports a number that changes whenever the reference's weights are
-	// written (the caller's count of its writes to them).
-	RefGeneration func() uint64
 
 	refSeen     refHashed // the reference last hashed
 	warned      map[string]bool
@@ -64,6 +60,7 @@ type completion struct {
 	adv     float64
 	keep    bool      // trained on; false: masked, counted only in sequence counts (MaskedInDenominator)
 	refLogp []float32 // logp under the reference, when Beta > 0
+	index   int       // its place in the rank's batch
 }
 
 // stats accumulates token-level quantities over a step.
@@ -76,6 +73,11 @@ type stats struct {
 	clipLow, clipHigh, klClamped int
 	maxAbsLogRatio               float64
 	loss, pgLoss, klLoss, ent    float64 // aggregated (weighted) values of the current minibatch
+	// exact holds each token's log-probability to the recorded one bit for bit (the first
+	// minibatch of a batch its policy sampled, on a batch-invariant backend: DESIGN §6.1);
+	// offPolicy is the first token that is not.
+	exact     bool
+	offPolicy *OffPolicyError
 }
 
 func newStats() stats { return stats{ratioMin: math.Inf(1), ratioMax: math.Inf(-1)} }
@@ -211,20 +213,8 @@ func (tr *Trainer) checkReference() error {
 	if tr.RefHash == "" {
 		return nil
 	}
-	var gen uint64
-	counted := true
-	switch g := any(tr.Ref).(type) {
-	case interface{ ParamGeneration() uint64 }:
-		gen = g.ParamGeneration()
-	default:
-		if tr.RefGeneration != nil {
-			gen = tr.RefGeneration()
-		} else {
-			counted = false
-		}
-	}
-	if s := tr.refSeen; !counted || s.m != tr.Ref || s.gen != gen || s.hash == "" {
-		tr.refSeen = refHashed{m: tr.Ref, gen: gen, hash: gpt2.ParamsHash(tr.Ref.Config, tr.Ref.ParamsHost())}
+	if s := tr.refSeen; s.m != tr.Ref || s.gen != tr.Ref.ParamGeneration() || s.hash == "" {
+		tr.refSeen = refHashed{m: tr.Ref, gen: tr.Ref.ParamGeneration(), hash: gpt2.ParamsHash(tr.Ref.Config, tr.Ref.ParamsHost())}
 	}
 	if h := tr.refSeen.hash; h != tr.RefHash {
 		return fmt.Errorf("grpo: the reference's weights have content hash %s, the recorded reference's is %s: they changed without a recorded sync (DESIGN §6.6)", h, tr.RefHash)
@@ -304,7 +294,7 @@ func newPlan(b, whole *rollout.Batch, cfg Config) *plan {
 		}
 		c := &b.Completions[i]
 		b.Advantages[i] = adv[gi]
-		k := &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[gi], keep: keep(gi)}
+		k := &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[gi], keep: keep(gi), index: i}
 		if k.keep {
 			p.trained = append(p.trained, k)
 		}
@@ -358,6 +348,8 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, total mini
 	}
 	st := &u.st
 	st.loss, st.pgLoss, st.klLoss, st.ent = 0, 0, 0, 0
+	st.exact = !u.haveFirst && tr.Policy.BatchInvariant() && b.SampledBy(tr.Policy)
+	defer func() { st.exact = false }()
 	if !noSignal {
 		tr.Policy.ZeroGrads()
 	}
@@ -373,6 +365,10 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, total mini
 			return err
 		}
 		lo = hi
+		if e := st.offPolicy; e != nil {
+			e.Update = tr.Opt.Steps + 1
+			return e
+		}
 	}
 	// This minibatch's loss over the ranks, so that every rank sees a non-finite one.
 	world := tr.worldOf()
@@ -521,6 +517,14 @@ func rowLoss(part []*completion, w []weights, cfg Config, st *stats) gpt2.RowGra
 			if k.refLogp != nil {
 				s.ref = k.refLogp[t0:t1]
 			}
+			if st.exact && st.offPolicy == nil {
+				for j := range s.logp {
+					if math.Float32bits(s.logp[j]) != math.Float32bits(s.old[j]) {
+						st.offPolicy = &OffPolicyError{Completion: k.index, Prompt: k.c.Prompt, Token: t0 + j, Forward: s.logp[j], Recorded: s.old[j]}
+						break
+					}
+				}
+			}
 			sequenceLoss(cfg, s, k.adv, w[i], st, dlogp[r:r+n], dent[r:r+n])
 			r += n
 			if t1 == len(k.c.Tokens) {
@@ -528,6 +532,23 @@ func rowLoss(part []*completion, w []weights, cfg Config, st *stats) gpt2.RowGra
 			}
 		}
 	}
+}
+
+// OffPolicyError is DESIGN §6.1 broken: before the step's first update, the training forward
+// gave a token another log-probability than the one its policy's sampler recorded. On a
+// batch-invariant backend the two are the same bits, so this is a bug (in a kernel, in the
+// packing, in what the batch records), never rounding, and the step stops before any update.
+type OffPolicyError struct {
+	Update             int // the optimizer update the step was about to make (AdamW's count, from 1)
+	Completion, Prompt int // the completion's place in the (rank's) batch, and its prompt's
+	Token              int // the token's place in the completion
+	Forward, Recorded  float32
+}
+
+func (e *OffPolicyError) Error() string {
+	return fmt.Sprintf("grpo: before update %d, completion %d (prompt %d) token %d: the training forward's logprob %v is not the %v its sampler recorded (log ratio %.3g); "+
+		"on a batch-invariant backend they are the same bits before an update (DESIGN §6.1): a bug, not rounding",
+		e.Update, e.Completion, e.Prompt, e.Token, e.Forward, e.Recorded, float64(e.Forward)-float64(e.Recorded))
 }
 
 func (s *stats) add(ratio, logRatio float64, t tokenLoss, h float64, kl bool) {

@@ -2,10 +2,12 @@ package grpo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
@@ -70,26 +72,56 @@ func step(t testing.TB, tr *Trainer, b *rollout.Batch, cfg Config) Metrics {
 	return m
 }
 
-// TestFirstMinibatchInvariants is DESIGN §6.1: before any update the ratio is 1 (|log ρ| <
-// 1e-5), nothing is clipped, and the KL to a reference equal to the initial policy is 0.
+// TestFirstMinibatchInvariants is DESIGN §6.1: before any update the ratio is exactly 1 (log ρ
+// = 0.0: the CPU forward is batch-invariant, so the sampler's logprobs are the training
+// forward's bits), nothing is clipped, and the KL to a reference equal to the initial policy
+// is exactly 0.
 func TestFirstMinibatchInvariants(t *testing.T) {
 	for _, est := range []KLEstimator{KLK1, KLK2, KLK3} {
-		tr, b := setup(t, 1)
-		cfg := DefaultConfig()
-		cfg.Beta, cfg.KLEstimator = 0.1, est
-		m := step(t, tr, b, cfg)
-		if v := m["ratio/first_max_abs_log"]; v > 1e-5 {
-			t.Errorf("%s: max |log ratio| on the first minibatch = %g", est, v)
+		for _, mb := range []int{1, 3} {
+			tr, b := setup(t, 1)
+			cfg := DefaultConfig()
+			cfg.Beta, cfg.KLEstimator, cfg.MicroBatch = 0.1, est, mb
+			m := step(t, tr, b, cfg)
+			if v := m["ratio/first_max_abs_log"]; v != 0 {
+				t.Errorf("%s, micro-batches of %d: max |log ratio| on the first minibatch = %g, want 0.0", est, mb, v)
+			}
+			if m["clip_ratio/region_mean"] != 0 {
+				t.Errorf("%s: clip fraction %g on the first minibatch", est, m["clip_ratio/region_mean"])
+			}
+			if v := m["kl/first_max"]; v != 0 {
+				t.Errorf("%s, micro-batches of %d: KL to the initial policy = %g, want 0.0", est, mb, v)
+			}
+			if m["updates"] != 1 || m["finite"] != 1 {
+				t.Errorf("%s: metrics %v", est, m)
+			}
 		}
-		if m["clip_ratio/region_mean"] != 0 {
-			t.Errorf("%s: clip fraction %g on the first minibatch", est, m["clip_ratio/region_mean"])
-		}
-		if v := m["kl/first_max"]; math.Abs(v) > 1e-5 {
-			t.Errorf("%s: KL to the initial policy = %g", est, v)
-		}
-		if m["updates"] != 1 || m["finite"] != 1 {
-			t.Errorf("%s: metrics %v", est, m)
-		}
+	}
+}
+
+// TestOffPolicyStopsTheStep: a recorded logprob one ulp off the policy's, on a batch the policy
+// sampled, stops the step before any update with an error naming the completion and token;
+// the same batch marked Edited trains (its ratio is then measured, not held).
+func TestOffPolicyStopsTheStep(t *testing.T) {
+	tr, b := setup(t, 1)
+	before := tr.Policy.ParamsHost()
+	c := &b.Completions[5]
+	c.LogProbs[2] = math.Nextafter32(c.LogProbs[2], 0)
+	_, err := tr.Step(context.Background(), b, DefaultConfig())
+	var off *OffPolicyError
+	if !errors.As(err, &off) || off.Completion != 5 || off.Token != 2 || off.Update != 1 || off.Prompt != c.Prompt {
+		t.Fatalf("a recorded logprob one ulp off: %v, want an OffPolicyError at completion 5 token 2 before update 1", err)
+	}
+	if !strings.Contains(err.Error(), "completion 5 (prompt ") || !strings.Contains(err.Error(), "token 2") {
+		t.Errorf("the error does not name the completion and token: %v", err)
+	}
+	if !slices.Equal(before, tr.Policy.ParamsHost()) || tr.Opt.Steps != 0 {
+		t.Fatal("the weights moved before the invariant was checked")
+	}
+	b.Edited()
+	m := step(t, tr, b, DefaultConfig())
+	if v := m["ratio/first_max_abs_log"]; v == 0 || v > 1e-6 {
+		t.Errorf("an edited batch: max |log ratio| %g, want the one ulp measured", v)
 	}
 }
 

@@ -121,4 +121,5 @@ func (o *AdamW) Step(lr float64) {
 			backend.AdamW{LR: float32(lr), Beta1: float32(c.Beta1), Beta2: float32(c.Beta2),
 				Eps: float32(c.Eps), WeightDecay: float32(wd), Step: o.Steps})
 	}
+	m.ParamsWritten()
 }

@@ -98,7 +98,22 @@ type Batch struct {
 	TotalGroups int
 
 	Stats Stats
+
+	// The model that sampled the completions and its ParamGeneration then (SampledBy).
+	sampler    *gpt2.Model
+	samplerGen uint64
 }
+
+// SampledBy reports whether m sampled the completions and its weights have not been written
+// since, so that m's forward gives their recorded logprobs now: bit for bit on a
+// batch-invariant backend (DESIGN §6.1), which GRPO holds the first minibatch to.
+func (b *Batch) SampledBy(m *gpt2.Model) bool {
+	return m != nil && b.sampler == m && b.samplerGen == m.ParamGeneration()
+}
+
+// Edited records that the recorded logprobs are no longer the sampler's own (a caller changed
+// them): SampledBy is false from now on.
+func (b *Batch) Edited() { b.sampler = nil }
 
 // Stats describe the cost of a rollout.
 type Stats struct {
@@ -186,7 +201,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 	}
 
 	b := &Batch{Prompts: prompts, Group: g, Temperature: cfg.Temperature, Shaping: cfg.Shaping, MaxNewTokens: cfg.MaxNewTokens,
-		Completions: make([]Completion, slots)}
+		Completions: make([]Completion, slots), sampler: m, samplerGen: m.ParamGeneration()}
 	b.Stats.PrefillTokens = len(pb.Tokens)
 	prefillSlots := make([]int32, len(prompts))
 	for i := range prompts {

@@ -125,6 +125,7 @@ func (s Suite) TrainerStep(t *testing.T) {
 			c.LogProbs[i] += []float32{0, 0.5, -0.5}[i%3]
 		}
 	}
+	b.Edited()
 
 	cfg := grpo.DefaultConfig()
 	cfg.Beta, cfg.EntropyCoef, cfg.MicroBatch = 0.1, 0.01, 2
