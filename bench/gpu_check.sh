@@ -4,16 +4,17 @@
 # "The GPU check").
 #
 #   bench/gpu_check.sh build   here (Go, the CUDA headers): the -tags cuda binaries, the parity
-#                              test binary and the OpenBLAS they load, packed into
-#                              bin/gpu-check.tar.gz (cuBLAS is not packed: the backend loads the
-#                              GPU machine's own, libcublas.so.13, .12 or .11, at run time)
+#                              test binary and the shared libraries they load that a CUDA image
+#                              lacks (OpenBLAS, Open MPI and theirs), packed into
+#                              bin/gpu-check.tar.gz (cuBLAS and NCCL are not packed: the backend
+#                              loads the GPU machine's own at run time)
 #   bench/gpu_check.sh run     on the GPU machine, from the repository root: unpacks the bundle,
-#                              runs the parity suite against the CPU backend, the rookscript
-#                              command end to end, and rookbench's GPU sections (each timing
-#                              beside its roofline floor; the host's CPU profile of it beside the
-#                              report), then compute-sanitizer's memcheck, racecheck and synccheck;
-#                              writes one report, $OUT/gpu-check.txt (bin/gpu-check-out/ when OUT
-#                              is unset)
+#                              runs the parity suite against the CPU backend, NCCL on a world of
+#                              one, the rookscript command end to end, and rookbench's GPU
+#                              sections (each timing beside its roofline floor; the host's CPU
+#                              profile of it beside the report), then compute-sanitizer's
+#                              memcheck, racecheck and synccheck; writes one report,
+#                              $OUT/gpu-check.txt (bin/gpu-check-out/ when OUT is unset)
 #
 # Without a GPU, run does every step that needs none (the bundle's libraries, the kernels under
 # the CPU emulator when Go is here) and lists what it skipped. 'make gpu-check' is build + run.
@@ -30,21 +31,58 @@ build() {
 	go build "${flags[@]}" -o "$dir/rookbench" ./cmd/rookbench
 	go test "${flags[@]}" -c -o "$dir/cuda.test" ./engine/backend/cuda
 	go test "${flags[@]}" -c -o "$dir/device.test" ./engine/device
-	# The libraries the binaries need besides the driver's libcuda and the C library: Debian's
-	# OpenBLAS and its Fortran runtime, which the GPU machine's image does not have.
-	local lib
-	for lib in $(ldd "$dir/cuda.test" | awk '/=>/ {print $1}'); do
-		case "$lib" in
-		libopenblas* | libgfortran* | libquadmath*) cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$dir/lib/$lib" ;;
-		esac
-	done
-	if ldd "$dir/cuda.test" "$dir/rookscript" | grep -q cublas; then
-		echo "gpu_check: a binary links cuBLAS; it must load it at run time (engine/backend/cuda/cublas.go)" >&2
+	local bins=(rookscript rookbench cuda.test device.test)
+	# The libraries the binaries need that a CUDA or PyTorch image does not have: Debian's
+	# OpenBLAS with its Fortran runtime, Open MPI (every build links it) and what they load. The
+	# image has the C library, the driver's libcuda and the compilers' runtimes.
+	local lib path
+	(cd "$dir" && ldd "${bins[@]}") | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+		while read -r lib path; do
+			if bundled "$lib"; then cp -L "$path" "$dir/lib/$lib"; fi
+		done
+	if (cd "$dir" && ldd "${bins[@]}") | grep -Eq 'cublas|nccl'; then
+		echo "gpu_check: a binary links cuBLAS or NCCL; it must load them at run time (engine/backend/cuda)" >&2
 		exit 1
 	fi
 	tar -C bin -czf "$BUNDLE" gpu-check
+	check_bundle
 	echo "gpu_check: $BUNDLE, $(du -h "$BUNDLE" | cut -f1) (the device tool carries at most 64 MiB with the tree):"
-	(cd "$dir" && du -h rookscript rookbench cuda.test device.test lib/*)
+	(cd "$dir" && du -h "${bins[@]}" lib/*)
+}
+
+# bundled LIB: whether the bundle carries LIB (a soname), i.e. it is none of the C library's,
+# the driver's or the compilers' runtimes, which every CUDA image has.
+bundled() {
+	case "$1" in
+	linux-vdso.so.* | ld-linux* | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | libresolv.so.* | \
+		libcuda.so.* | libgcc_s.so.* | libstdc++.so.*) return 1 ;;
+	esac
+}
+
+# check_bundle unpacks the bundle and checks that every library its binaries need, besides the
+# ones an image has, resolves to the bundle's own copy.
+check_bundle() {
+	local tmp bad
+	tmp=$(mktemp -d)
+	tar -C "$tmp" -xzf "$BUNDLE"
+	bad=$(cd "$tmp/gpu-check" && LD_LIBRARY_PATH="$PWD/lib" ldd rookscript rookbench cuda.test device.test |
+		awk -v lib="$tmp/gpu-check/lib/" '
+			/:$/ {bin = substr($1, 1, length($1) - 1); next}
+			/not found/ {print bin, $1, "-", "missing"; next}
+			$2 == "=>" {print bin, $1, $3, (index($3, lib) == 1 ? "bundled" : "system")}' |
+		while read -r bin lib path where; do
+			if [ "$where" = missing ]; then
+				echo "$bin: $lib not found"
+			elif [ "$where" = system ] && bundled "$lib"; then
+				echo "$bin: $lib from the system, $path"
+			fi
+		done)
+	rm -rf "$tmp"
+	if [ -n "$bad" ]; then
+		echo "gpu_check: the unpacked bundle does not resolve these itself:" >&2
+		echo "$bad" >&2
+		exit 1
+	fi
 }
 
 # --- run -------------------------------------------------------------------------------------
@@ -94,6 +132,24 @@ EOF
 	ldconfig -p | awk '$1 ~ /^libcublas\.so\.[0-9]+$/ {print $NF}' | sort -V | tail -1
 }
 
+# find_nccl prints NCCL's libnccl.so.2 on this machine: pip's nvidia-nccl first (the image's
+# PyTorch brings it), then the loader's cache.
+find_nccl() {
+	local py
+	for py in python3 /usr/bin/python3; do
+		command -v "$py" >/dev/null || continue
+		"$py" - <<'EOF' 2>/dev/null && return
+import glob, os, site, sys
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "**", "libnccl.so.2"), recursive=True)]
+if not found:
+    sys.exit(1)
+print(sorted(found)[0])
+EOF
+	done
+	ldconfig -p | awk '$1 == "libnccl.so.2" {print $NF; exit}'
+}
+
 run() {
 	mkdir -p "$OUTDIR"
 	: >"$REPORT"
@@ -131,13 +187,18 @@ run() {
 		LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$cublas")" # its libcublasLt beside it
 	fi
 	say "cuBLAS: ${cublas:-not found}"
-	say "libraries of the test binary (a 'not found' here stops everything below):"
-	ldd "$dir/cuda.test" >>"$REPORT" 2>&1
-	grep -q 'not found' <(ldd "$dir/cuda.test" 2>&1) && say "WARNING: unresolved libraries, above"
+	local nccl
+	nccl=$(find_nccl)
+	[ -n "$nccl" ] && export ROOKSCRIPT_NCCL=$nccl
+	say "NCCL: ${nccl:-not found}"
+	say "libraries of the binaries (a 'not found' here stops everything below):"
+	(cd "$dir" && ldd rookscript rookbench cuda.test device.test) >>"$REPORT" 2>&1
+	grep -q 'not found' <(cd "$dir" && ldd rookscript rookbench cuda.test device.test 2>&1) && say "WARNING: unresolved libraries, above"
 
 	if [ -n "$gpu" ]; then
 		stage "parity: GPU against the CPU backend" 150 "$dir/cuda.test" -test.v -test.count=1
 		stage "device.Open(cuda)" 30 "$dir/device.test" -test.v -test.count=1
+		stage "NCCL, world of one" 60 "$dir/cuda.test" -test.run TestNCCL -test.v -test.count=1
 		stage "rookscript end to end on the GPU" 90 "$dir/rookscript" bench/gpu_smoke.lua device=cuda
 		stage "rookbench: timings beside their floors" 200 "$dir/rookbench" -device cuda -runs 5 -warmup 1 -gen-runs 3 -batch 16 -seq 128 \
 			-cpuprofile "$OUTDIR/rookbench-host.pprof"
@@ -152,7 +213,7 @@ run() {
 			skip "compute-sanitizer" "compute-sanitizer is not on the PATH"
 		fi
 	else
-		for s in "parity: GPU against the CPU backend" "device.Open(cuda)" "rookscript end to end on the GPU" \
+		for s in "parity: GPU against the CPU backend" "device.Open(cuda)" "NCCL, world of one" "rookscript end to end on the GPU" \
 			"rookbench: timings beside their floors" "compute-sanitizer"; do
 			skip "$s" "no GPU on this machine"
 		done

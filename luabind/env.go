@@ -130,7 +130,9 @@ func (e *Env) backend(name string, threads int) (backend.Backend, error) {
 		return b, nil
 	}
 	// In a data-parallel run each rank on a machine takes its own GPU: the one of its local rank.
-	b, err := device.Open(key, device.Options{Threads: threads, Ordinal: dist.LocalRank()})
+	// Every rank runs the recipe, so every rank opens the device here at the same point, and
+	// the GPUs join the world's ranks (NCCL) to sum gradients on the devices.
+	b, err := device.Open(key, device.Options{Threads: threads, Ordinal: dist.LocalRank(), World: e.world()})
 	if err != nil {
 		return nil, err
 	}

@@ -131,3 +131,17 @@ type Backend interface {
 	// SumSquares returns Σ x² in float64 (non-finite if any element is).
 	SumSquares(b Buf) float64
 }
+
+// RankSummer is a backend that sums a buffer over the ranks of a data-parallel run where the
+// buffer lies (the CUDA backend over NCCL: see package launch's Ranks), instead of a copy to
+// the host, a sum through MPI and a copy back. It is optional: a trainer falls back to the
+// host path for a backend that has none, or that has joined no ranks.
+type RankSummer interface {
+	// JoinedRanks is the number of ranks the backend sums over: 0 when it has joined none, and
+	// SumRanks must not be called.
+	JoinedRanks() int
+	// SumRanks replaces x, on every rank, with its element-wise sum over the ranks (the same
+	// length everywhere): each element the float32 sum of the ranks' values added in rank
+	// order, the same bits on every rank — what dist.Comm.SumF32 gives through the host.
+	SumRanks(x Buf) error
+}

@@ -17,5 +17,10 @@ func openCUDA(name string, opt Options) (backend.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device %q: %w", name, err)
 	}
+	if opt.World != nil && opt.World.Size() > 1 {
+		if _, err := cuda.JoinRanks(b, opt.World); err != nil {
+			return nil, fmt.Errorf("device %q: %w", name, err)
+		}
+	}
 	return b, nil
 }

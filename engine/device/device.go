@@ -8,12 +8,17 @@ import (
 
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/dist"
 )
 
 // Options tune a backend; zero values mean the defaults.
 type Options struct {
 	Threads int // cpu: worker goroutines (0: GOMAXPROCS)
 	Ordinal int // cuda: which GPU
+	// World is the run's ranks (nil: a world of one). cuda: in a world of more than one, every
+	// rank opens its GPU at the same point, and the GPUs join over NCCL to sum gradients where
+	// they lie (backend.RankSummer).
+	World dist.Comm
 }
 
 // Open returns the backend called name.

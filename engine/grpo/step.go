@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/dist"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/optim"
@@ -580,7 +581,9 @@ func resize(s []float32, n int) []float32 {
 	return s[:n]
 }
 
-// sumGrads replaces the policy's gradient on every rank with its sum over the ranks.
+// sumGrads replaces the policy's gradient on every rank with its sum over the ranks: on the
+// device when the backend has joined the ranks (NCCL between GPUs), through the host and MPI
+// otherwise. Both add in rank order, so both give the same bits.
 func (tr *Trainer) sumGrads() error {
 	world := tr.worldOf()
 	if world.Size() == 1 {
@@ -588,6 +591,12 @@ func (tr *Trainer) sumGrads() error {
 	}
 	m := tr.Policy
 	m.EnsureGrads()
+	if rs, ok := m.B.(backend.RankSummer); ok && rs.JoinedRanks() > 0 {
+		if n := rs.JoinedRanks(); n != world.Size() {
+			return fmt.Errorf("grpo: the policy's device has joined %d ranks, the run has %d", n, world.Size())
+		}
+		return rs.SumRanks(m.Grads)
+	}
 	if m.Grads.M.Host != nil {
 		return world.SumF32(m.Grads.F32())
 	}

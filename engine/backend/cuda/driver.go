@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -36,7 +37,7 @@ type driver struct {
 	CuBLAS string // the cuBLAS library loaded and its version
 }
 
-func open(ordinal int) (d *driver, err error) {
+func open(ordinal int) (*driver, error) {
 	n, err := cu.NumDevices()
 	if err != nil {
 		return nil, fmt.Errorf("cuda: counting devices: %w", err)
@@ -58,14 +59,11 @@ func open(ordinal int) (d *driver, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: %w", name, err)
 	}
-	// cu.NewContext panics on failure.
-	defer func() {
-		if r := recover(); r != nil {
-			d, err = nil, fmt.Errorf("cuda: creating a context on %s: %v", name, r)
-		}
-	}()
-	ctx := cu.NewContext(dev, cu.SchedAuto)
-	d = &driver{ctx: ctx, fns: map[string]cu.Function{}, Device: name, Major: major, Arch: arch,
+	ctx, err := primaryContext(dev)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", name, err)
+	}
+	d := &driver{ctx: ctx, fns: map[string]cu.Function{}, Device: name, Major: major, Arch: arch,
 		syncEach: os.Getenv("ROOKSCRIPT_CUDA_SYNC") == "1"}
 	err = ctx.Do(func() (err error) {
 		mod, err := cu.LoadData(ptx)
@@ -89,6 +87,27 @@ func open(ordinal int) (d *driver, err error) {
 		return nil, fmt.Errorf("cuda: %s (%s): %w", name, arch, err)
 	}
 	return d, nil
+}
+
+// primaryContext returns the device's primary context, current on a thread of its own. It is
+// the context the CUDA runtime uses, and so NCCL, which selects the device through the runtime
+// (cudaSetDevice): in the same context the backend's kernels and NCCL's share the default
+// stream, in launch order — a context of the backend's own would have a default stream of its
+// own. The context lives as long as the process.
+func primaryContext(dev cu.Device) (*cu.Ctx, error) {
+	pc, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		return nil, fmt.Errorf("retaining the primary context: %w", err)
+	}
+	ctx := cu.CtxFromCUContext(dev, pc, cu.SchedAuto)
+	// The finalizer would destroy the context, which is the runtime's to release.
+	runtime.SetFinalizer(ctx, nil)
+	started := make(chan error)
+	go ctx.Run(started) // locks a thread and makes the context current on it
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("making the primary context current: %w", err)
+	}
+	return ctx, nil
 }
 
 func (d *driver) Name() string { return "cuda" }

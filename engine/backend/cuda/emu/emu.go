@@ -65,6 +65,13 @@ func (Driver) DtoH(dst unsafe.Pointer, src uintptr, bytes int) {
 	check("DtoH", C.emu_memcpy(C.uint64_t(uintptr(dst)), C.uint64_t(src), C.size_t(bytes)))
 }
 
+// DtoD copies between device memory, as a transfer between two devices' memory would: for
+// tests whose ranks, each on an emulated device of its own, reach each other's memory through
+// a stand-in for NCCL (emulated devices share this process's memory).
+func (Driver) DtoD(dst, src uintptr, bytes int) {
+	check("DtoD", C.emu_memcpy(C.uint64_t(dst), C.uint64_t(src), C.size_t(bytes)))
+}
+
 func (Driver) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args []launch.Arg) {
 	vals := make([]C.uint64_t, max(len(args), 1))
 	sig := make([]byte, len(args))

@@ -35,10 +35,15 @@ type Backend struct {
 	live, peak atomic.Int64
 
 	// Scratch, grown on demand and never shrunk.
-	partial *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
-	dd      *backend.Mem // attention backward D = dy·y, (n, nh)
-	sq      *backend.Mem // SumSquares partials and result, as doubles
-	bounds  *backend.Mem // attention: each row's sequence [start, end)
+	partial  *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
+	dd       *backend.Mem // attention backward D = dy·y, (n, nh)
+	sq       *backend.Mem // SumSquares partials and result, as doubles
+	bounds   *backend.Mem // attention: each row's sequence [start, end)
+	rankPad  *backend.Mem // SumRanks: the buffer padded to whole chunks
+	rankRecv *backend.Mem // SumRanks: every rank's chunk for this one
+
+	// The ranks of a data-parallel run this backend sums over (SumRanks), or nil.
+	ranks Ranks
 
 	// The pack whose bounds are on the device, so that the 2·L attention calls of a step
 	// upload them once.
