@@ -1030,9 +1030,15 @@ func summary(rows []Row, cpuName string) string {
 			peers = append(peers, v)
 		}
 	}
-	if len(floors)+len(peers) == 0 {
+	var parts []string
+	if len(floors) > 0 {
+		parts = append(parts, "engine / floor: "+strings.Join(floors, ", "))
+	}
+	if len(peers) > 0 {
+		parts = append(parts, "engine speed-up over tuned torch: "+strings.Join(peers, ", "))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("summary (%s): engine / floor: %s; engine speed-up over tuned torch: %s",
-		cpuName, strings.Join(floors, ", "), strings.Join(peers, ", "))
+	return fmt.Sprintf("summary (%s): %s", cpuName, strings.Join(parts, "; "))
 }
