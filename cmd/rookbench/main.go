@@ -464,6 +464,12 @@ func (b *bench) torchCapability() string {
 			progress("  torch with %s: %v", c, err)
 			continue
 		}
+		if got := p.Info.Capability; got != "" && !strings.EqualFold(got, c) {
+			// A build without the kernels asked for runs its best other ones: nothing to choose.
+			p.Close()
+			b.torchCap.tried = append(b.torchCap.tried, fmt.Sprintf("%s asked, torch runs %s (its build has no %s kernels)", c, got, c))
+			continue
+		}
 		var ms []float64
 		for i := range 1 + b.runs {
 			s, err := p.Do("forward")
