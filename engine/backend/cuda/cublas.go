@@ -3,9 +3,7 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdlib.h>
+#include <stddef.h>
 
 // The three cuBLAS entry points the backend calls, with their C signatures (cublas_api.h;
 // unchanged from CUDA 11 to 13). cublasStatus_t and cublasOperation_t are C enums (int).
@@ -29,7 +27,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"unsafe"
 )
@@ -52,52 +49,36 @@ type cublasLib struct {
 var cublasLoaded *cublasLib
 
 // loadCuBLAS opens cuBLAS once: the file ROOKSCRIPT_CUBLAS names, else the first of
-// cublasNames the dynamic loader finds (LD_LIBRARY_PATH, the ld.so cache). It runs on the
-// context's thread, which serialises it.
+// cublasNames the dynamic loader finds (dynlib.go). It runs on the context's thread, which
+// serialises it.
 func loadCuBLAS() (*cublasLib, error) {
 	if cublasLoaded != nil {
 		return cublasLoaded, nil
 	}
-	names := cublasNames
-	if p := os.Getenv("ROOKSCRIPT_CUBLAS"); p != "" {
-		names = []string{p}
-	}
-	var tried []string
-	for _, name := range names {
-		cs := C.CString(name)
-		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
-		C.free(unsafe.Pointer(cs))
-		if h == nil {
-			tried = append(tried, C.GoString(C.dlerror()))
-			continue
-		}
-		lib := &cublasLib{path: name}
+	tried, ok := dlopenFirst(libCandidates("ROOKSCRIPT_CUBLAS", cublasNames), func(name string, sym func(string) unsafe.Pointer) string {
 		var missing []string
-		sym := func(names ...string) unsafe.Pointer {
+		first := func(names ...string) unsafe.Pointer {
 			for _, n := range names {
-				cn := C.CString(n)
-				p := C.dlsym(h, cn)
-				C.free(unsafe.Pointer(cn))
-				if p != nil {
+				if p := sym(n); p != nil {
 					return p
 				}
 			}
 			missing = append(missing, names[0])
 			return nil
 		}
-		lib.create = sym("cublasCreate_v2", "cublasCreate")
-		lib.version = sym("cublasGetVersion_v2", "cublasGetVersion")
-		lib.sgemm = sym("cublasSgemm_v2", "cublasSgemm")
+		lib := &cublasLib{path: name, create: first("cublasCreate_v2", "cublasCreate"),
+			version: first("cublasGetVersion_v2", "cublasGetVersion"), sgemm: first("cublasSgemm_v2", "cublasSgemm")}
 		if len(missing) > 0 {
-			C.dlclose(h)
-			tried = append(tried, fmt.Sprintf("%s: no %s", name, strings.Join(missing, ", ")))
-			continue
+			return "no " + strings.Join(missing, ", ")
 		}
 		cublasLoaded = lib
-		return lib, nil
+		return ""
+	})
+	if !ok {
+		hint := "install cuBLAS (the CUDA toolkit, or pip's nvidia-cublas) and put its lib folder on LD_LIBRARY_PATH, or name the file in ROOKSCRIPT_CUBLAS"
+		return nil, fmt.Errorf("loading cuBLAS: %s; %s", strings.Join(tried, "; "), hint)
 	}
-	hint := "install cuBLAS (the CUDA toolkit, or pip's nvidia-cublas) and put its lib folder on LD_LIBRARY_PATH, or name the file in ROOKSCRIPT_CUBLAS"
-	return nil, fmt.Errorf("loading cuBLAS: %s; %s", strings.Join(tried, "; "), hint)
+	return cublasLoaded, nil
 }
 
 // cublasHandle is one cuBLAS handle, bound to the CUDA context current on the thread that

@@ -3,9 +3,7 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdlib.h>
+#include <stddef.h>
 
 // The NCCL entry points the ranks' transport calls, with their C signatures (nccl.h; unchanged
 // since NCCL 2.7). ncclResult_t and ncclDataType_t are C enums (int), ncclComm_t and
@@ -66,7 +64,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"unsafe"
@@ -109,11 +106,7 @@ func loadNCCL() (*ncclLib, error) {
 	if ncclOnce.lib != nil {
 		return ncclOnce.lib, nil
 	}
-	names := ncclNames
-	if p := os.Getenv("ROOKSCRIPT_NCCL"); p != "" {
-		names = []string{p}
-	}
-	lib, err := openNCCL(names)
+	lib, err := openNCCL(libCandidates("ROOKSCRIPT_NCCL", ncclNames))
 	if err != nil {
 		return nil, err
 	}
@@ -122,49 +115,40 @@ func loadNCCL() (*ncclLib, error) {
 }
 
 func openNCCL(names []string) (*ncclLib, error) {
-	var tried []string
-	for _, name := range names {
-		cs := C.CString(name)
-		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
-		C.free(unsafe.Pointer(cs))
-		if h == nil {
-			tried = append(tried, C.GoString(C.dlerror()))
-			continue
-		}
+	var lib *ncclLib
+	tried, ok := dlopenFirst(names, func(name string, sym func(string) unsafe.Pointer) string {
 		var missing []string
-		sym := func(name string, optional bool) unsafe.Pointer {
-			cn := C.CString(name)
-			p := C.dlsym(h, cn)
-			C.free(unsafe.Pointer(cn))
-			if p == nil && !optional {
-				missing = append(missing, name)
+		need := func(s string) unsafe.Pointer {
+			p := sym(s)
+			if p == nil {
+				missing = append(missing, s)
 			}
 			return p
 		}
-		lib := &ncclLib{path: name,
-			getID: sym("ncclGetUniqueId", false), initRank: sym("ncclCommInitRank", false),
-			send: sym("ncclSend", false), recv: sym("ncclRecv", false),
-			start: sym("ncclGroupStart", false), end: sym("ncclGroupEnd", false),
-			allGather: sym("ncclAllGather", false), destroy: sym("ncclCommDestroy", false),
-			abort: sym("ncclCommAbort", false), errStr: sym("ncclGetErrorString", false),
-			version: sym("ncclGetVersion", false), lastErr: sym("ncclGetLastError", true)}
+		l := &ncclLib{path: name,
+			getID: need("ncclGetUniqueId"), initRank: need("ncclCommInitRank"),
+			send: need("ncclSend"), recv: need("ncclRecv"),
+			start: need("ncclGroupStart"), end: need("ncclGroupEnd"),
+			allGather: need("ncclAllGather"), destroy: need("ncclCommDestroy"),
+			abort: need("ncclCommAbort"), errStr: need("ncclGetErrorString"),
+			version: need("ncclGetVersion"), lastErr: sym("ncclGetLastError")}
 		if len(missing) > 0 {
-			C.dlclose(h)
-			tried = append(tried, fmt.Sprintf("%s: no %s (NCCL 2.7 or later has them)", name, strings.Join(missing, ", ")))
-			continue
+			return fmt.Sprintf("no %s (NCCL 2.7 or later has them)", strings.Join(missing, ", "))
 		}
 		var v C.int
-		if rc := C.rk_nccl_version(lib.version, &v); rc != 0 {
-			C.dlclose(h)
-			tried = append(tried, fmt.Sprintf("%s: ncclGetVersion: %s", name, lib.errorString(rc)))
-			continue
+		if rc := C.rk_nccl_version(l.version, &v); rc != 0 {
+			return "ncclGetVersion: " + l.errorString(rc)
 		}
-		lib.Version = ncclVersion(int(v))
-		return lib, nil
+		l.Version = ncclVersion(int(v))
+		lib = l
+		return ""
+	})
+	if !ok {
+		hint := "install NCCL (pip's nvidia-nccl-cu12 or nvidia-nccl-cu13, which PyTorch brings, or the distribution's libnccl2) " +
+			"and put its lib folder on LD_LIBRARY_PATH, or name the file in ROOKSCRIPT_NCCL"
+		return nil, fmt.Errorf("loading NCCL: %s; %s", strings.Join(tried, "; "), hint)
 	}
-	hint := "install NCCL (pip's nvidia-nccl-cu12 or nvidia-nccl-cu13, which PyTorch brings, or the distribution's libnccl2) " +
-		"and put its lib folder on LD_LIBRARY_PATH, or name the file in ROOKSCRIPT_NCCL"
-	return nil, fmt.Errorf("loading NCCL: %s; %s", strings.Join(tried, "; "), hint)
+	return lib, nil
 }
 
 // ncclVersion formats NCCL_VERSION_CODE: major·10000 + minor·100 + patch since 2.9,
