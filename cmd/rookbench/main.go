@@ -846,7 +846,11 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		b.devMemRows(add)
 	}
 	rep.Rows = flagDegraded(rows, b.torchInfo)
-	rep.Summary = summary(rep.Rows, m.CPU)
+	proc := m.CPU
+	if d := b.deviceName(); d != "" {
+		proc, _, _ = strings.Cut(d, " (") // the GPU the figures are of, not the host
+	}
+	rep.Summary = summary(rep.Rows, proc)
 	rep.Notes = append(b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n), cacheNote...)
 	return rep
 }
