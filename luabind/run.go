@@ -200,6 +200,24 @@ type runOptions struct {
 	PrintSampleEvery int `json:"print_sample_every"`
 }
 
+// openOnEveryRank: once rank 0 has created or opened the run in dir for writing, every other
+// rank opens it read-only, and all agree that each could (rank 0 closing its run otherwise).
+func (r *run) openOnEveryRank(dir string) error {
+	e := r.env
+	if !e.main() {
+		cr, err := checkpoint.OpenReadOnly(dir)
+		if err == nil {
+			r.r = cr
+		}
+		return e.agree(err)
+	}
+	if err := e.agree(nil); err != nil {
+		r.r.Close()
+		return err
+	}
+	return nil
+}
+
 // create starts a new run in dir. In a data-parallel run rank 0 creates the directory and
 // writes it; the other ranks read it (a filesystem every rank sees), and write nothing.
 func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
@@ -219,16 +237,7 @@ func (r *run) create(dir string, opts checkpoint.Options, cfg any) error {
 	if err != nil {
 		return err
 	}
-	if !e.main() {
-		cr, err := checkpoint.OpenReadOnly(dir)
-		if err == nil {
-			r.r = cr
-		}
-		if err := e.agree(err); err != nil {
-			return err
-		}
-	} else if err := e.agree(nil); err != nil {
-		r.r.Close()
+	if err := r.openOnEveryRank(dir); err != nil {
 		return err
 	}
 	id, err := r.startReference()
@@ -324,16 +333,7 @@ func (r *run) resume(L *lua.LState, dir string, cfg any) error {
 	if err != nil {
 		return err
 	}
-	if !e.main() {
-		cr, err := checkpoint.OpenReadOnly(dir)
-		if err == nil {
-			r.r = cr
-		}
-		if err := e.agree(err); err != nil {
-			return err
-		}
-	} else if err := e.agree(nil); err != nil {
-		r.r.Close()
+	if err := r.openOnEveryRank(dir); err != nil {
 		return err
 	}
 	if err := r.resumeFrom(string(name), cfg); err != nil {

@@ -280,13 +280,9 @@ func (r *Run) WriteConfig(cfg any) error {
 // checkpoint's name; for a checkpoint that recorded none, config.json's (nil if there is no
 // such file). It reads state.json only, checking its checksum, not the weights.
 func (r *Run) RecordedConfig() (cfg json.RawMessage, checkpoint string, err error) {
-	name, err := r.latestName()
+	fs, name, err := r.latestState()
 	if err != nil {
-		return nil, "", err
-	}
-	fs, err := r.readState(name)
-	if err != nil {
-		return nil, name, fmt.Errorf("checkpoint %s: %w", r.path(name), err)
+		return nil, name, err
 	}
 	if fs.Config != nil {
 		return fs.Config, name, nil
@@ -308,15 +304,24 @@ func (r *Run) RecordedConfig() (cfg json.RawMessage, checkpoint string, err erro
 // nil for a checkpoint written before they were) and that checkpoint's name, reading
 // state.json only (checksum checked), not the weights.
 func (r *Run) RecordedSettings() (settings json.RawMessage, checkpoint string, err error) {
-	name, err := r.latestName()
+	fs, name, err := r.latestState()
+	if err != nil {
+		return nil, name, err
+	}
+	return fs.Settings, name, nil
+}
+
+// latestState reads the newest checkpoint's state.json (checksum checked), not its weights.
+func (r *Run) latestState() (fs *fileState, name string, err error) {
+	name, err = r.latestName()
 	if err != nil {
 		return nil, "", err
 	}
-	fs, err := r.readState(name)
+	fs, err = r.readState(name)
 	if err != nil {
 		return nil, name, fmt.Errorf("checkpoint %s: %w", r.path(name), err)
 	}
-	return fs.Settings, name, nil
+	return fs, name, nil
 }
 
 // RecordedState returns the recipe state the newest checkpoint recorded (run:save's state),

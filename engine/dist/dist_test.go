@@ -119,7 +119,7 @@ func TestKilledRank(t *testing.T) {
 // A process started on its own is the one rank of a world of one, and never starts MPI.
 func TestSingle(t *testing.T) {
 	if _, _, ok := Launched(); ok {
-		t.Skip("run under a launcher")
+		t.Skip("started by a launcher (mpirun, srun): this test is of a process started on its own")
 	}
 	c, err := Open()
 	if err != nil {

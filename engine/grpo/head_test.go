@@ -65,11 +65,11 @@ func TestFusedHeadIsForwardBackward(t *testing.T) {
 				t.Fatalf("%d updates fused, %d unfused", len(gotG), len(wantG))
 			}
 			for u := range wantG {
-				if i := firstBitDiff(gotG[u], wantG[u]); i >= 0 {
+				if i := gpt2test.FirstBitDiff(gotG[u], wantG[u]); i >= 0 {
 					t.Fatalf("update %d: gradient %d is %g fused, %g unfused", u, i, gotG[u][i], wantG[u][i])
 				}
 			}
-			if i := firstBitDiff(gotP, wantP); i >= 0 {
+			if i := gpt2test.FirstBitDiff(gotP, wantP); i >= 0 {
 				t.Fatalf("parameter %d is %g fused, %g unfused", i, gotP[i], wantP[i])
 			}
 			for k, v := range wantM {
@@ -85,18 +85,6 @@ func TestFusedHeadIsForwardBackward(t *testing.T) {
 			}
 		})
 	}
-}
-
-func firstBitDiff(a, b []float32) int {
-	if len(a) != len(b) {
-		return 0
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 // headRows counts the rows of LM-head products (the only MatMuls whose output is as wide as

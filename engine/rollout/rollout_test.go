@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -161,7 +160,7 @@ func TestRecordedLogProbsMatchForward(t *testing.T) {
 			continue
 		}
 		for k, c := range got.Completions {
-			if !slices.Equal(c.Tokens, b.Completions[k].Tokens) || bitDiff(c.LogProbs, b.Completions[k].LogProbs) >= 0 {
+			if !slices.Equal(c.Tokens, b.Completions[k].Tokens) || gpt2test.FirstBitDiff(c.LogProbs, b.Completions[k].LogProbs) >= 0 {
 				t.Fatalf("completion %d: sampling on %d threads records other tokens or logprobs than on 1", k, threads)
 			}
 		}
@@ -219,27 +218,13 @@ func TestRecordedLogProbsMatchForward(t *testing.T) {
 				if err := m.Forward(&p.batch, cfg.Temperature, false, &out); err != nil {
 					t.Fatal(err)
 				}
-				if i := bitDiff(out.LogP, p.want); i >= 0 {
+				if i := gpt2test.FirstBitDiff(out.LogP, p.want); i >= 0 {
 					t.Fatalf("%s, %d threads, head chunks of %d: scored row %d: logprob %g at sampling, %g in the forward (Δ %.2g)",
 						p.name, threads, headRows, i, p.want[i], out.LogP[i], out.LogP[i]-p.want[i])
 				}
 			}
 		}
 	}
-}
-
-// bitDiff is the first index at which a and b differ in their bits, -1 if none (or the length
-// of the shorter when only their lengths differ).
-func bitDiff(a, b []float32) int {
-	for i := range min(len(a), len(b)) {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
 }
 
 func TestGenerateErrors(t *testing.T) {

@@ -27,16 +27,6 @@ func TestBatchInvariance(t *testing.T) {
 // forwardShapes are a GRPO micro-batch's products through GPT-2 124M (rows × in × out).
 var forwardShapes = [][3]int{{1198, 768, 2304}, {1198, 768, 768}, {1198, 768, 3072}, {1198, 3072, 768}, {260, 768, 50257}}
 
-func randBuf(b backend.Backend, r *rand.Rand, n int) backend.Buf {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(r.NormFloat64())
-	}
-	x := b.Alloc(n)
-	b.Upload(x, v)
-	return x
-}
-
 func dev(x backend.Buf) uintptr { return x.M.Dev + 4*uintptr(x.Off) }
 
 // cublasNT is out = inp·wᵀ through cuBLAS, as MatMul ran it before it had its own kernel.
@@ -55,7 +45,7 @@ func TestCuBLASRowDependence(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, s := range forwardShapes {
 		n, c, oc := s[0], s[1], s[2]
-		inp, w := randBuf(b, r, n*c), randBuf(b, r, oc*c)
+		inp, w := invariance.RandBuf(b, r, n*c), invariance.RandBuf(b, r, oc*c)
 		row := func(f func(out, inp backend.Buf, n int)) (alone, among []float32) {
 			one, all := b.Alloc(oc), b.Alloc(n*oc)
 			f(one, inp.Slice(5*c, c), 1)
@@ -98,7 +88,7 @@ func TestMatMulRate(t *testing.T) {
 	shapes := append([][3]int{{64, 768, 2304}, {64, 3072, 768}, {64, 768, 50257}}, forwardShapes...)
 	for _, s := range shapes {
 		n, c, oc := s[0], s[1], s[2]
-		inp, w, out := randBuf(b, r, n*c), randBuf(b, r, oc*c), b.Alloc(n*oc)
+		inp, w, out := invariance.RandBuf(b, r, n*c), invariance.RandBuf(b, r, oc*c), b.Alloc(n*oc)
 		rate := func(f func()) float64 {
 			f()
 			var one [1]float32

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rookscript/rookscript/engine/backend/cuda/internal/invariance"
 	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
 	"github.com/rookscript/rookscript/engine/dist"
 )
@@ -81,7 +82,7 @@ func TestNCCLWorldOfOne(t *testing.T) {
 	}
 
 	const m = 100003
-	src, dst := randBuf(b, r, m), b.Alloc(m)
+	src, dst := invariance.RandBuf(b, r, m), b.Alloc(m)
 	b.Fill(dst, 7)
 	if err := n.Exchange(dev(src), dev(dst), m); err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestNCCLWorldOfOne(t *testing.T) {
 	b.JoinRanks(counted)
 	lengths := []int{1, 7, 1<<20 + 3}
 	for _, l := range lengths {
-		x := randBuf(b, r, l+2)
+		x := invariance.RandBuf(b, r, l+2)
 		before, after := make([]float32, l+2), make([]float32, l+2)
 		b.Download(before, x)
 		if err := b.SumRanks(x.Slice(1, l)); err != nil {

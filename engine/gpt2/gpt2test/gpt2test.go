@@ -10,6 +10,7 @@
 package gpt2test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -51,4 +52,19 @@ func New(t testing.TB, b backend.Backend, cfg gpt2.Config, params []float32) *gp
 func Random(t testing.TB, b backend.Backend, cfg gpt2.Config, seed uint64, scale float32) *gpt2.Model {
 	t.Helper()
 	return New(t, b, cfg, Params(cfg, seed, scale))
+}
+
+// FirstBitDiff is the first index at which a and b differ in their bits, -1 if none (or the
+// length of the shorter when only their lengths differ): the check of a result that must be
+// the same bits, not merely close (DESIGN §6.1).
+func FirstBitDiff(a, b []float32) int {
+	for i := range min(len(a), len(b)) {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }

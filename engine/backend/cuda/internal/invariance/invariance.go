@@ -5,7 +5,6 @@ package invariance
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -28,15 +27,7 @@ func Run(t *testing.T, b backend.Backend) {
 func matMulRowInvariance(t *testing.T, b backend.Backend) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const rows, c, oc = 200, 37, 64 * 35 // 35 tiles of 64 columns
-	host := func(n int) backend.Buf {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		x := b.Alloc(n)
-		b.Upload(x, v)
-		return x
-	}
+	host := func(n int) backend.Buf { return RandBuf(b, r, n) }
 	inp, w, bias, res := host(rows*c), host(oc*c), host(oc), host(rows*oc)
 	get := func(x backend.Buf, lo, n int) []float32 {
 		v := make([]float32, n)
@@ -58,7 +49,7 @@ func matMulRowInvariance(t *testing.T, b backend.Backend) {
 			} else {
 				b.MatMul(out, inp, w, bias, n, c, oc)
 			}
-			if i := bitDiff(get(out, 5*oc, oc), want); i >= 0 {
+			if i := gpt2test.FirstBitDiff(get(out, 5*oc, oc), want); i >= 0 {
 				t.Fatalf("residual %v: row 5 of %d rows differs at column %d from the row alone", withRes, n, i)
 			}
 		}
@@ -102,7 +93,7 @@ func recordedLogProbsMatchForward(t *testing.T, bk backend.Backend) {
 		if err := m.Forward(&alone, b.Temperature, false, &out); err != nil {
 			t.Fatal(err)
 		}
-		if i := bitDiff(out.LogP, c.LogProbs); i >= 0 {
+		if i := gpt2test.FirstBitDiff(out.LogP, c.LogProbs); i >= 0 {
 			t.Fatalf("completion %d alone: token %d logprob %g at sampling, %g in the forward", k, i, c.LogProbs[i], out.LogP[i])
 		}
 		packed.Add(seq, len(p)-1)
@@ -122,21 +113,20 @@ func recordedLogProbsMatchForward(t *testing.T, bk backend.Backend) {
 			if err := m.Forward(batch, b.Temperature, false, &out); err != nil {
 				t.Fatal(err)
 			}
-			if i := bitDiff(out.LogP, want); i >= 0 {
+			if i := gpt2test.FirstBitDiff(out.LogP, want); i >= 0 {
 				t.Fatalf("%s, head chunks of %d: scored row %d logprob %g at sampling, %g in the forward", name, headRows, i, want[i], out.LogP[i])
 			}
 		}
 	}
 }
 
-func bitDiff(a, b []float32) int {
-	for i := range min(len(a), len(b)) {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return i
-		}
+// RandBuf is n standard normal values from r, uploaded to a new buffer of b.
+func RandBuf(b backend.Backend, r *rand.Rand, n int) backend.Buf {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
 	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
+	x := b.Alloc(n)
+	b.Upload(x, v)
+	return x
 }
