@@ -130,7 +130,7 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 // lanes between blocks: at most KBLOCK_TILES tiles of 6 rows, the rows of a block of a.
 #define KBLOCK 768
 #define KBLOCK_MIN 1024
-#define KBLOCK_TILES 16
+#define KBLOCK_TILES 8
 
 // groups runs columns j, j+nr, … while a whole group of nr fits before j1, each group against
 // every tile of mr rows of a in [i0, i1), and returns the first column left over. While a
@@ -175,9 +175,15 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 	return j;
 }
 
-// The rows of a are taken in blocks of about 1.5 MB (all of a decode step's at k = 3072), each
-// block once against the whole column range: the block stays in L2 while the columns' rows of
-// w stream past it, and each weight row comes from memory once per block. Without k blocking
+// The rows of a are taken in blocks, each block once against the whole column range: the
+// block stays in L2 while the columns' rows of w stream past it, and each weight row comes
+// from memory once per block. Without scratch (a decode step's few rows) a block holds up to
+// about 1.5 MB of a, all of a decode step's at k = 3072. With scratch (a prefill's or a
+// training batch's rows) it holds at most 640 KB: every column group reads the whole block,
+// so a block larger than L2 (1 MB on Zen 4, with w's group and the lanes beside it) evicts
+// itself on every pass. At k = 3072, blocks of 96 rows (1.2 MB) ran the down-projection at
+// 89 GFLOP per CPU-second on a core of the project's AMD EPYC, blocks of 48 at 95 (2304
+// rows, BenchmarkGemmSmall/copied, medians of 3 alternated rounds). Without k blocking
 // the columns go in groups of 6 against tiles of 4 rows (a vector of a serves 6 columns: a
 // third less of a read from L2 than with tiles of 6 × 4, the LM head of a decode step 6%
 // faster); with it, in groups of 4 against tiles of 6 rows (4 × 6 is slower there), and what is
@@ -193,7 +199,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
                                                               long j0, long j1, long k, long lda, long ldw, long ldo,
                                                               const float *res, const float *bias, float *scratch) {
 	long kc = k > KBLOCK_MIN ? KBLOCK : (k > 0 ? k : 1);
-	long mb = (1536 * 1024 / 4 / (k > 0 ? k : 1)) / 12 * 12;
+	long mb = ((scratch ? 640 : 1536) * 1024 / 4 / (k > 0 ? k : 1)) / 12 * 12;
 	if (mb < 12) mb = 12;
 	if (kc < k && mb > 6 * KBLOCK_TILES) mb = 6 * KBLOCK_TILES;
 	float lanes[KBLOCK_TILES][24 * 16] __attribute__((aligned(64)));

@@ -86,7 +86,7 @@ func TestGemmNTMatchesReference(t *testing.T) {
 	}
 	for _, s := range []struct{ m, k, n, j0, j1 int }{
 		{1, 1, 1, 0, 1}, {13, 37, 11, 0, 11}, {6, 16, 8, 3, 8}, {7, 48, 9, 1, 6}, {64, 768, 70, 5, 70}, {400, 301, 17, 0, 17},
-		{64, 3072, 9, 0, 9}, {11, 1537, 13, 2, 13}, {8, 2311, 6, 1, 6}, {130, 1800, 5, 0, 5}, {203, 3072, 14, 1, 14},
+		{64, 3072, 9, 0, 9}, {11, 1537, 13, 2, 13}, {8, 2311, 6, 1, 6}, {130, 1800, 5, 0, 5}, {203, 3072, 14, 1, 14}, {262, 768, 10, 0, 10},
 	} {
 		a, w := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1)
 		for _, v := range []struct {
@@ -291,22 +291,30 @@ func TestMatMulAddRefusesOverlap(t *testing.T) {
 
 // BenchmarkForwardProducts: MatMul (with bias) on the backend's pool of 2 workers at the
 // products of a GRPO micro-batch's forward through GPT-2 124M (1198 rows: 2 prompts of 80
-// tokens, each continued by 8 completions of 64) and of one LM-head chunk of 260 rows; in
-// CPU milliseconds of the process per product (steadier than wall time on a shared machine)
-// and GFLOP per wall second.
+// tokens, each continued by 8 completions of 64) and of one LM-head chunk of 260 rows, and
+// OpenBLAS (BLASMatMul, no bias) at the same shapes; in CPU milliseconds of the process per
+// product (steadier than wall time on a shared machine) and GFLOP per wall second.
 func BenchmarkForwardProducts(b *testing.B) {
 	for _, s := range []struct{ n, ch, oc int }{{1198, 768, 2304}, {1198, 768, 768}, {1198, 768, 3072}, {1198, 3072, 768}, {260, 768, 50257}} {
-		b.Run(fmt.Sprintf("%dx%dx%d", s.n, s.ch, s.oc), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 2))
-			c := New(2)
-			inp, w, bias, out := buf(c, randVec(r, s.n*s.ch, 1)), buf(c, randVec(r, s.oc*s.ch, 1)), buf(c, randVec(r, s.oc, 1)), c.Alloc(s.n*s.oc)
-			c.MatMul(out, inp, w, bias, s.n, s.ch, s.oc)
-			c0 := processCPU()
-			for b.Loop() {
-				c.MatMul(out, inp, w, bias, s.n, s.ch, s.oc)
-			}
-			b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
-			b.ReportMetric(2*float64(s.n*s.ch*s.oc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
+		r := rand.New(rand.NewPCG(1, 2))
+		c := New(2)
+		inp, w, bias, out := buf(c, randVec(r, s.n*s.ch, 1)), buf(c, randVec(r, s.oc*s.ch, 1)), buf(c, randVec(r, s.oc, 1)), c.Alloc(s.n*s.oc)
+		for _, v := range []struct {
+			name string
+			f    func()
+		}{
+			{"kernel", func() { c.MatMul(out, inp, w, bias, s.n, s.ch, s.oc) }},
+			{"openblas", func() { c.BLASMatMul(out, inp, w, s.n, s.ch, s.oc) }},
+		} {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", v.name, s.n, s.ch, s.oc), func(b *testing.B) {
+				v.f()
+				c0 := processCPU()
+				for b.Loop() {
+					v.f()
+				}
+				b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(2*float64(s.n*s.ch*s.oc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
 	}
 }
