@@ -80,9 +80,11 @@ func (b *bench) measureDeviceGEMM(_, warmup, runs int) (gemmResults, error) {
 	if err != nil {
 		return g, err
 	}
-	g.single = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072, true)
+	r := gemmRates(runs,
+		newGEMMSampler(be, warmup, fmt.Sprintf("SGEMM %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072, true),
+		newGEMMSampler(be, warmup, fmt.Sprintf("MatMul %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072, false))
+	g.single, g.forward = r[0], r[1]
 	g.pool = gemmRateAt(be, warmup, runs, fmt.Sprintf("SGEMM %d³", devGEMMPeak), devGEMMPeak, devGEMMPeak, devGEMMPeak, true)
-	g.forward = gemmRateAt(be, warmup, runs, fmt.Sprintf("MatMul %d×%d×%d", devGEMMRows, 3072, 768), devGEMMRows, 768, 3072, false)
 	g.blasThreads = skipped("OpenBLAS threads: the CPU's")
 	g.bandwidth = deviceBandwidth(be, warmup, runs)
 	return g, nil

@@ -101,8 +101,24 @@ func product(be backend.Backend, sgemm bool) func(out, inp, w backend.Buf, n, c,
 }
 
 // gemmRateAt is gemmRate at out (n, oc) = inp (n, c) · w (oc, c)ᵀ, through the vendor SGEMM
-// (sgemm) or MatMul. A sample ends when the device has finished its products.
-func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC, gemmOC int, sgemm bool) series {
+// (sgemm) or MatMul.
+func gemmRateAt(be backend.Backend, warmup, runs int, label string, n, c, oc int, sgemm bool) series {
+	return gemmRates(runs, newGEMMSampler(be, warmup, label, n, c, oc, sgemm))[0]
+}
+
+// gemmSampler times one product on one backend: out (n, oc) = inp (n, c) · w (oc, c)ᵀ, through
+// the vendor SGEMM or MatMul; a sample repeats it for at least gemmSample and ends when the
+// device has finished.
+type gemmSampler struct {
+	label string
+	be    backend.Backend
+	out   backend.Buf
+	one   func()
+	reps  int
+	flop  float64
+}
+
+func newGEMMSampler(be backend.Backend, warmup int, label string, n, c, oc int, sgemm bool) *gemmSampler {
 	r := rand.New(rand.NewPCG(3, 3))
 	host := func(n int) backend.Buf {
 		v := make([]float32, n)
@@ -113,31 +129,53 @@ func gemmRateAt(be backend.Backend, warmup, runs int, label string, gemmN, gemmC
 		be.Upload(b, v)
 		return b
 	}
-	inp, w, out := host(gemmN*gemmC), host(gemmOC*gemmC), be.Alloc(gemmN*gemmOC)
+	inp, w, out := host(n*c), host(oc*c), be.Alloc(n*oc)
 	prod := product(be, sgemm)
-	one := func() { prod(out, inp, w, gemmN, gemmC, gemmOC) }
+	g := &gemmSampler{label: label, be: be, out: out, flop: 2 * float64(n) * float64(c) * float64(oc)}
+	g.one = func() { prod(out, inp, w, n, c, oc) }
 	for range max(warmup, 1) {
-		one()
+		g.one()
 	}
 	finishBuf(be, out)
 	t := time.Now()
-	one()
+	g.one()
 	finishBuf(be, out)
-	reps := max(1, int(math.Ceil(float64(gemmSample)/float64(max(time.Since(t), time.Microsecond)))))
-	flop := 2.0 * float64(gemmN) * float64(gemmC) * float64(gemmOC)
-	var runsOut []sample
+	g.reps = max(1, int(math.Ceil(float64(gemmSample)/float64(max(time.Since(t), time.Microsecond)))))
+	return g
+}
+
+func (g *gemmSampler) sample() sample {
+	s, _ := timed(func() (sample, error) {
+		for range g.reps {
+			g.one()
+		}
+		finishBuf(g.be, g.out)
+		return sample{}, nil
+	})
+	return s
+}
+
+// rate is a sample's GFLOP/s.
+func (g *gemmSampler) rate(s sample) float64 { return g.flop * float64(g.reps) / s.ms / 1e6 }
+
+// gemmRates takes runs samples of each sampler in turn, one of each and again, so that rates
+// compared as a ratio (a floor's and the kernel's) meet the same load on a shared machine:
+// measured one after the other, a burst of another process's work fell on one side's samples
+// alone (a MatMul/SGEMM ratio of 0.56 in one run, 1.62 in the next).
+func gemmRates(runs int, gs ...*gemmSampler) []series {
+	samples := make([][]sample, len(gs))
 	for i := range runs {
-		s, _ := timed(func() (sample, error) {
-			for range reps {
-				one()
-			}
-			finishBuf(be, out)
-			return sample{}, nil
-		})
-		runsOut = append(runsOut, s)
-		progress("  %s %d/%d: %.1f GFLOP/s", label, i+1, runs, flop*float64(reps)/s.ms/1e6)
+		for k, g := range gs {
+			s := g.sample()
+			samples[k] = append(samples[k], s)
+			progress("  %s %d/%d: %.1f GFLOP/s", g.label, i+1, runs, g.rate(s))
+		}
 	}
-	return fromRuns(runsOut, func(s sample) float64 { return flop * float64(reps) / s.ms / 1e6 })
+	out := make([]series, len(gs))
+	for k, g := range gs {
+		out[k] = fromRuns(samples[k], g.rate)
+	}
+	return out
 }
 
 // gemmResults are the ways the CPU backend can run the ceiling GEMM, and the memory
@@ -155,7 +193,7 @@ type gemmResults struct {
 // of threads workers (the product cut into one part per worker, as every backward GEMM runs),
 // and, for reference, as one OpenBLAS call on its own threads; then the memory read
 // bandwidth; then the forward's own product (MatMul) at the ceiling shape, and both at the
-// MLP's down projection.
+// MLP's down projection, each MatMul's samples alternated with its floor's.
 func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 	var g gemmResults
 	one, err := device.Open("cpu", device.Options{Threads: 1})
@@ -173,10 +211,14 @@ func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 	if err != nil {
 		return g, err
 	}
-	g.pool = gemmRate(pool, warmup, runs, fmt.Sprintf("SGEMM, pool of %d", threads))
-	g.forward = gemmRateAt(pool, warmup, runs, fmt.Sprintf("MatMul, pool of %d", threads), gemmN, gemmC, gemmOC, false)
-	g.poolProj = gemmRateAt(pool, warmup, runs, fmt.Sprintf("SGEMM %d×%d×%d, pool of %d", gemmN, gemmOC, gemmC, threads), gemmN, gemmOC, gemmC, true)
-	g.forwardProj = gemmRateAt(pool, warmup, runs, fmt.Sprintf("MatMul %d×%d×%d, pool of %d", gemmN, gemmOC, gemmC, threads), gemmN, gemmOC, gemmC, false)
+	r := gemmRates(runs,
+		newGEMMSampler(pool, warmup, fmt.Sprintf("SGEMM, pool of %d", threads), gemmN, gemmC, gemmOC, true),
+		newGEMMSampler(pool, warmup, fmt.Sprintf("MatMul, pool of %d", threads), gemmN, gemmC, gemmOC, false))
+	g.pool, g.forward = r[0], r[1]
+	r = gemmRates(runs,
+		newGEMMSampler(pool, warmup, fmt.Sprintf("SGEMM %d×%d×%d, pool of %d", gemmN, gemmOC, gemmC, threads), gemmN, gemmOC, gemmC, true),
+		newGEMMSampler(pool, warmup, fmt.Sprintf("MatMul %d×%d×%d, pool of %d", gemmN, gemmOC, gemmC, threads), gemmN, gemmOC, gemmC, false))
+	g.poolProj, g.forwardProj = r[0], r[1]
 	cpu.SetBLASThreads(threads)
 	g.blasThreads = gemmRate(one, warmup, runs, fmt.Sprintf("SGEMM, OpenBLAS %d threads", threads))
 	cpu.SetBLASThreads(1) // as every CPU backend wants it
