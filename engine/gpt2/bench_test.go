@@ -1,6 +1,7 @@
 package gpt2_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -87,53 +88,58 @@ func BenchmarkTrainStep124M(b *testing.B) {
 }
 
 // BenchmarkDecode124M: one decode step of 64 rows (8 prompts of 80 tokens, 8 slots each,
-// about 32 tokens decoded), the logits of every row: the rollout's inner loop.
+// about 32 tokens decoded) and of 8 rows (one slot each), the logits of every row: the
+// rollout's inner loop.
 func BenchmarkDecode124M(b *testing.B) {
-	const prompts, group, plen, done = 8, 8, 80, 32
+	const prompts, plen, done = 8, 80, 32
 	m := benchModel(b, gpt2.RookWorld124M)
-	kv, err := m.NewKVCache(prompts*group, plen+done+1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(3, 3))
-	var pb gpt2.Batch
-	var pslots []int32
-	for p := range prompts {
-		s := make([]int32, plen)
-		for i := range s {
-			s[i] = int32(r.IntN(50257))
-		}
-		pb.Add(s, len(s))
-		pslots = append(pslots, int32(p*group))
-	}
-	if _, err := m.Prefill(kv, &pb, pslots, 1); err != nil {
-		b.Fatal(err)
-	}
-	tokens, slots, pos := make([]int32, prompts*group), make([]int32, prompts*group), make([]int32, prompts*group)
-	for s := range slots {
-		if s%group != 0 {
-			if err := m.ShareSlot(kv, s, s/group*group, plen); err != nil {
+	for _, group := range []int{8, 1} {
+		b.Run(fmt.Sprintf("rows=%d", prompts*group), func(b *testing.B) {
+			kv, err := m.NewKVCache(prompts*group, plen+done+1)
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		slots[s] = int32(s)
-	}
-	for step := range done {
-		for s := range pos {
-			tokens[s], pos[s] = int32(r.IntN(50257)), int32(plen+step)
-		}
-		if _, err := m.Decode(kv, tokens, slots, pos, 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for s := range pos {
-		pos[s] = int32(plen + done)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Decode(kv, tokens, slots, pos, 1); err != nil {
-			b.Fatal(err)
-		}
+			r := rand.New(rand.NewPCG(3, 3))
+			var pb gpt2.Batch
+			var pslots []int32
+			for p := range prompts {
+				s := make([]int32, plen)
+				for i := range s {
+					s[i] = int32(r.IntN(50257))
+				}
+				pb.Add(s, len(s))
+				pslots = append(pslots, int32(p*group))
+			}
+			if _, err := m.Prefill(kv, &pb, pslots, 1); err != nil {
+				b.Fatal(err)
+			}
+			tokens, slots, pos := make([]int32, prompts*group), make([]int32, prompts*group), make([]int32, prompts*group)
+			for s := range slots {
+				if s%group != 0 {
+					if err := m.ShareSlot(kv, s, s/group*group, plen); err != nil {
+						b.Fatal(err)
+					}
+				}
+				slots[s] = int32(s)
+			}
+			for step := range done {
+				for s := range pos {
+					tokens[s], pos[s] = int32(r.IntN(50257)), int32(plen+step)
+				}
+				if _, err := m.Decode(kv, tokens, slots, pos, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for s := range pos {
+				pos[s] = int32(plen + done)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.Decode(kv, tokens, slots, pos, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
