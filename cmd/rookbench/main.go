@@ -307,6 +307,7 @@ type bench struct {
 
 	gemm                 gemmResults
 	engFwd, engTrain     series
+	fwdRate, trainRate   series // the floors' SGEMM rate in the forward's and train step's rounds (CPU)
 	allocs, loss         float64
 	torFwd, torTrain     series
 	untFwd, untTrain     series
@@ -538,8 +539,20 @@ func (b *bench) runSteps() {
 			torT.run = func() (sample, error) { return p.Do("train") }
 		}
 	}
-	alternate("forward", b.warmup, b.runs, engF, torF)
-	alternate("train step", b.warmup, b.runs, engT, torT)
+	// On the CPU a sample of the floors' SGEMM rate runs in every round beside the engine, so
+	// that engine / floor divides two figures taken under the same load.
+	floorF, floorT := &contender{name: "SGEMM floor rate"}, &contender{name: "SGEMM floor rate"}
+	var floor *gemmSampler
+	if steps != nil && b.device == "cpu" {
+		floor = newGEMMSampler(b.be, b.warmup, "SGEMM floor rate", gemmN, gemmC, gemmOC, true)
+		floorF.run = func() (sample, error) { return floor.sample(), nil }
+		floorT.run = floorF.run
+	}
+	alternate("forward", b.warmup, b.runs, engF, torF, floorF)
+	alternate("train step", b.warmup, b.runs, engT, torT, floorT)
+	if floor != nil {
+		b.fwdRate, b.trainRate = floorF.series(floor.rate), floorT.series(floor.rate)
+	}
 	if b.sel["engine"] {
 		b.engFwd, b.engTrain = b.record(engF, wallMS), b.record(engT, wallMS)
 		if steps != nil && engT.err == nil {
@@ -729,7 +742,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 			add(ratioRow(gr, "speedup.forward_vs_torch", "engine speed-up over tuned torch", "torch ms / engine ms", b.torFwd, b.engFwd, true))
 		}
 		if s["engine"] {
-			b.gemmFloorRows(gr, "forward", 2*float64(n)*float64(tokens), b.engFwd, add)
+			b.gemmFloorRows(gr, "forward", 2*float64(n)*float64(tokens), b.engFwd, b.fwdRate, add)
 		}
 		if s["torch"] && s["untuned"] {
 			add(ratioRow(gr, "torch.forward_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untFwd, b.torFwd, false))
@@ -756,7 +769,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		add(ratioRow(trainGroup, "speedup.train_vs_torch", "engine speed-up over tuned torch", "torch ms / engine ms", b.torTrain, b.engTrain, true))
 	}
 	if s["engine"] {
-		b.gemmFloorRows(trainGroup, "train", 6*float64(n)*float64(tokens), b.engTrain, add)
+		b.gemmFloorRows(trainGroup, "train", 6*float64(n)*float64(tokens), b.engTrain, b.trainRate, add)
 	}
 	if s["torch"] && s["untuned"] {
 		add(ratioRow(trainGroup, "torch.train_tuning_gain", "torch: PASSIVE tuning gain", "untuned ms / tuned ms", b.untTrain, b.torTrain, false))
@@ -882,15 +895,26 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 	return flopMS, byteMS, phaseMS
 }
 
+// ceilingWhen says when the train step's ceiling was measured.
+func ceilingWhen(paired bool) string {
+	if paired {
+		return "; the rate was sampled in the step's own rounds"
+	}
+	return ". The ceiling was measured minutes earlier: when the load changed in between, this moves with it"
+}
+
 // notes are the observations under the table.
 func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) []string {
 	var out []string
 	gemm := b.floorRate()
+	if b.trainRate.ok() {
+		gemm = b.trainRate
+	}
 	if gemm.ok() && b.engTrain.ok() {
 		floor := trainGEMMFLOP / (gemm.median() * 1e9) * 1e3
 		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, median %.1f GFLOP/s, take %.1f ms; "+
-			"the engine's step takes %.2fx that (%.1f ms more). The ceiling was measured minutes earlier: when the load changed in between, this moves with it",
-			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor))
+			"the engine's step takes %.2fx that (%.1f ms more)%s",
+			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor, ceilingWhen(b.trainRate.ok())))
 	}
 	if gemm.ok() && b.genDec.ok() {
 		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3
@@ -954,17 +978,25 @@ func cpuName() string {
 	return runtime.GOARCH
 }
 
-// gemmFloorRows are a workload's floor — its weight products' FLOPs at the SGEMM rate the
-// gemm section measured — and the engine's time over it, under stable keys
-// (floor.<name>_ms, floor.<name>_ratio).
-func (b *bench) gemmFloorRows(group, name string, flop float64, eng series, add func(Row)) {
-	rate := b.floorRate()
+// gemmFloorRows are a workload's floor — its weight products' FLOPs at the SGEMM rate — and
+// the engine's time over it, under stable keys (floor.<name>_ms, floor.<name>_ratio). With
+// paired, the rates sampled in the engine's own rounds (one per run), the ratio is the median
+// of the rounds' ratios; else the floor is the gemm section's rate, measured minutes earlier.
+func (b *bench) gemmFloorRows(group, name string, flop float64, eng, paired series, add func(Row)) {
+	ms := func(rate float64) float64 { return flop / (rate * 1e9) * 1e3 }
+	what := b.rateName()
 	floor := skipped("needs the gemm section (the SGEMM rate)")
-	if rate.ok() {
-		floor = measured([]float64{flop / (rate.median() * 1e9) * 1e3})
+	if paired.ok() && len(paired.samples) == len(eng.samples) {
+		floor = series{}
+		for _, r := range paired.samples {
+			floor.samples = append(floor.samples, ms(r))
+		}
+		what += ", sampled in each round"
+	} else if rate := b.floorRate(); rate.ok() {
+		floor = measured([]float64{ms(rate.median())})
 	}
-	add(valueRow(group, "floor."+name+"_ms", fmt.Sprintf("  floor: the weight products' %.1f GFLOP at %s", flop/1e9, b.rateName()), "ms", floor, 0))
-	add(ratioRow(group, "floor."+name+"_ratio", "  engine / floor", "", eng, floor, false))
+	add(valueRow(group, "floor."+name+"_ms", fmt.Sprintf("  floor: the weight products' %.1f GFLOP at %s", flop/1e9, what), "ms", floor, 0))
+	add(ratioRow(group, "floor."+name+"_ratio", "  engine / floor", "", eng, floor, len(floor.samples) > 1))
 }
 
 // kernelsLine says which kernels each side ran: the engine's OpenBLAS family, the torch

@@ -397,3 +397,28 @@ func TestDegradedPeerAndSummary(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
+
+// TestGEMMFloorPaired: with the SGEMM rate sampled in the engine's own rounds, engine / floor
+// is the median of the rounds' ratios, so a round slowed for both sides cancels; without it,
+// the gemm section's rate divides the engine's median.
+func TestGEMMFloorPaired(t *testing.T) {
+	b := &bench{device: "cpu", threads: 2}
+	b.gemm.pool = measured([]float64{100})
+	eng := measured([]float64{10, 20, 12}) // ms; the second round ran at half speed
+	rows := func(paired series) map[string]Row {
+		out := map[string]Row{}
+		b.gemmFloorRows("g", "forward", 1e9, eng, paired, func(r Row) { out[r.Key] = r })
+		return out
+	}
+	r := rows(measured([]float64{100, 50, 100}))["floor.forward_ratio"] // GFLOP/s: 10, 20, 10 ms floors
+	if r.Median == nil || *r.Median != 1 || *r.Max != 1.2 || !strings.Contains(r.Note, "paired runs") {
+		t.Errorf("paired: %+v, want median 1, max 1.2, paired runs", r)
+	}
+	r = rows(series{})["floor.forward_ratio"]
+	if r.Median == nil || *r.Median != 1.2 || !strings.Contains(r.Note, "ratio of medians") {
+		t.Errorf("unpaired: %+v, want a median of 12 ms / 10 ms = 1.2, ratio of medians", r)
+	}
+	if ms := rows(measured([]float64{100, 50}))["floor.forward_ms"]; ms.Median == nil || *ms.Median != 10 {
+		t.Errorf("a rate series of another length than the engine's: %+v, want the gemm section's 10 ms", ms)
+	}
+}
