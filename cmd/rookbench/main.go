@@ -895,26 +895,23 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 	return flopMS, byteMS, phaseMS
 }
 
-// ceilingWhen says when the train step's ceiling was measured.
-func ceilingWhen(paired bool) string {
-	if paired {
-		return "; the rate was sampled in the step's own rounds"
-	}
-	return ". The ceiling was measured minutes earlier: when the load changed in between, this moves with it"
-}
-
 // notes are the observations under the table.
 func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) []string {
 	var out []string
 	gemm := b.floorRate()
-	if b.trainRate.ok() {
-		gemm = b.trainRate
-	}
-	if gemm.ok() && b.engTrain.ok() {
+	if rate := b.trainRate; !rate.ok() && gemm.ok() && b.engTrain.ok() {
 		floor := trainGEMMFLOP / (gemm.median() * 1e9) * 1e3
 		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, median %.1f GFLOP/s, take %.1f ms; "+
-			"the engine's step takes %.2fx that (%.1f ms more)%s",
-			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor, ceilingWhen(b.trainRate.ok())))
+			"the engine's step takes %.2fx that (%.1f ms more). The ceiling was measured minutes earlier: when the load changed in between, this moves with it",
+			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor))
+	} else if rate.ok() && b.engTrain.ok() && len(rate.samples) == len(b.engTrain.samples) {
+		q := make([]float64, len(rate.samples))
+		for i, r := range rate.samples {
+			q[i] = b.engTrain.samples[i] / (trainGEMMFLOP / (r * 1e9) * 1e3)
+		}
+		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, sampled in each of the step's rounds (median %.1f GFLOP/s); "+
+			"the engine's step takes %.2fx its round's floor (median of the rounds)",
+			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), rate.median(), median(q)))
 	}
 	if gemm.ok() && b.genDec.ok() {
 		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3

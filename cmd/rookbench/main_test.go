@@ -422,3 +422,19 @@ func TestGEMMFloorPaired(t *testing.T) {
 		t.Errorf("a rate series of another length than the engine's: %+v, want the gemm section's 10 ms", ms)
 	}
 }
+
+// TestTrainFloorNote: the note under the table states the train step's ratio as its row does:
+// the median of the rounds' ratios when the rate was sampled in the step's rounds.
+func TestTrainFloorNote(t *testing.T) {
+	b := &bench{device: "cpu", threads: 2}
+	b.gemm.pool = measured([]float64{100})
+	b.engTrain = measured([]float64{10, 40, 12}) // ms; the second round ran at a quarter speed
+	b.trainRate = measured([]float64{100, 25, 100})
+	if got := strings.Join(b.notes(2e9, 1e9, 0, 0), "\n"); !strings.Contains(got, "takes 1.00x its round's floor") {
+		t.Errorf("paired note:\n%s\nwant the rounds' median ratio, 1.00x", got)
+	}
+	b.trainRate = series{}
+	if got := strings.Join(b.notes(2e9, 1e9, 0, 0), "\n"); !strings.Contains(got, "takes 1.20x that") {
+		t.Errorf("unpaired note:\n%s\nwant 12 ms over the gemm section's 10 ms, 1.20x", got)
+	}
+}
