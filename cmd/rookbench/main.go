@@ -899,19 +899,15 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 func (b *bench) notes(trainFLOP, trainGEMMFLOP, decodeFLOP float64, params int) []string {
 	var out []string
 	gemm := b.floorRate()
-	if rate := b.trainRate; !rate.ok() && gemm.ok() && b.engTrain.ok() {
+	if f := roundFloors(trainGEMMFLOP, b.trainRate, b.engTrain); f.ok() && b.engTrain.ok() {
+		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, sampled in each of the step's rounds (median %.1f GFLOP/s); "+
+			"the engine's step takes %.2fx its round's floor (median of the rounds)",
+			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), b.trainRate.median(), median(pairedRatios(b.engTrain, f))))
+	} else if gemm.ok() && b.engTrain.ok() {
 		floor := trainGEMMFLOP / (gemm.median() * 1e9) * 1e3
 		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, median %.1f GFLOP/s, take %.1f ms; "+
 			"the engine's step takes %.2fx that (%.1f ms more). The ceiling was measured minutes earlier: when the load changed in between, this moves with it",
 			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), gemm.median(), floor, b.engTrain.median()/floor, b.engTrain.median()-floor))
-	} else if rate.ok() && b.engTrain.ok() && len(rate.samples) == len(b.engTrain.samples) {
-		q := make([]float64, len(rate.samples))
-		for i, r := range rate.samples {
-			q[i] = b.engTrain.samples[i] / (trainGEMMFLOP / (r * 1e9) * 1e3)
-		}
-		out = append(out, fmt.Sprintf("GEMM floor of the train step: its weight products (6·N·B·T = %.1f of %.1f GFLOP) at %s, sampled in each of the step's rounds (median %.1f GFLOP/s); "+
-			"the engine's step takes %.2fx its round's floor (median of the rounds)",
-			trainGEMMFLOP/1e9, trainFLOP/1e9, b.rateName(), rate.median(), median(q)))
 	}
 	if gemm.ok() && b.genDec.ok() {
 		floor := decodeFLOP / (gemm.median() * 1e9) * 1e3
@@ -980,20 +976,29 @@ func cpuName() string {
 // paired, the rates sampled in the engine's own rounds (one per run), the ratio is the median
 // of the rounds' ratios; else the floor is the gemm section's rate, measured minutes earlier.
 func (b *bench) gemmFloorRows(group, name string, flop float64, eng, paired series, add func(Row)) {
-	ms := func(rate float64) float64 { return flop / (rate * 1e9) * 1e3 }
 	what := b.rateName()
 	floor := skipped("needs the gemm section (the SGEMM rate)")
-	if paired.ok() && len(paired.samples) == len(eng.samples) {
-		floor = series{}
-		for _, r := range paired.samples {
-			floor.samples = append(floor.samples, ms(r))
-		}
+	if f := roundFloors(flop, paired, eng); f.ok() {
+		floor = f
 		what += ", sampled in each round"
 	} else if rate := b.floorRate(); rate.ok() {
-		floor = measured([]float64{ms(rate.median())})
+		floor = measured([]float64{flop / (rate.median() * 1e9) * 1e3})
 	}
 	add(valueRow(group, "floor."+name+"_ms", fmt.Sprintf("  floor: the weight products' %.1f GFLOP at %s", flop/1e9, what), "ms", floor, 0))
 	add(ratioRow(group, "floor."+name+"_ratio", "  engine / floor", "", eng, floor, len(floor.samples) > 1))
+}
+
+// roundFloors is flop's floor in ms at each round's sampled rate; not measured unless the
+// rates pair with eng's runs, one each.
+func roundFloors(flop float64, rates, eng series) series {
+	if !rates.ok() || len(rates.samples) != len(eng.samples) {
+		return skipped("no rate sampled in each round")
+	}
+	var f series
+	for _, r := range rates.samples {
+		f.samples = append(f.samples, flop/(r*1e9)*1e3)
+	}
+	return f
 }
 
 // kernelsLine says which kernels each side ran: the engine's OpenBLAS family, the torch

@@ -169,10 +169,7 @@ func ratioRow(group, key, name, note string, num, den series, paired bool) Row {
 	case !den.ok():
 		r.Note = "not measured: " + den.reason
 	case paired && len(num.samples) == len(den.samples):
-		q := make([]float64, len(num.samples))
-		for i := range q {
-			q[i] = num.samples[i] / den.samples[i]
-		}
+		q := pairedRatios(num, den)
 		r.Samples = q
 		r.Median, r.Min, r.Max = ptr(median(q)), ptr(slices.Min(q)), ptr(slices.Max(q))
 		r.Note = joinNote(r.Note, "paired runs")
@@ -183,6 +180,15 @@ func ratioRow(group, key, name, note string, num, den series, paired bool) Row {
 		r.Note = joinNote(r.Note, "ratio of medians")
 	}
 	return r
+}
+
+// pairedRatios is num / den run by run (series of as many runs).
+func pairedRatios(num, den series) []float64 {
+	q := make([]float64, len(num.samples))
+	for i := range q {
+		q[i] = num.samples[i] / den.samples[i]
+	}
+	return q
 }
 
 // joinNote appends part to a row's note, after a comma when the note already says something.

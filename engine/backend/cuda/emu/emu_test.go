@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/backend/cuda/internal/invariance"
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
 	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
 	"github.com/rookscript/rookscript/engine/internal/paritytest"
@@ -94,15 +95,7 @@ func mustPanic(t *testing.T, what string, f func(), want string) {
 func TestGridIndependence(t *testing.T) {
 	run := func(b *launch.Backend) []float32 {
 		r := rand.New(rand.NewPCG(3, 4))
-		vec := func(n int) backend.Buf {
-			v := make([]float32, n)
-			for i := range v {
-				v[i] = float32(r.NormFloat64())
-			}
-			x := b.Alloc(n)
-			b.Upload(x, v)
-			return x
-		}
+		vec := func(n int) backend.Buf { return invariance.RandBuf(b, r, n) }
 		const n, c, nh = 37, 40, 2
 		p := backend.Pack{Start: []int32{0, 9}, Len: []int32{9, 28}}
 		inp, w, dout := vec(n*c), vec(c), vec(n*c)
