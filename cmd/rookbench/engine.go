@@ -287,9 +287,9 @@ func loadModel(be backend.Backend) (*gpt2.Model, gpt2.Source, error) {
 }
 
 // trainBatch is bsz random sequences of t tokens with every position scored against the next
-// token (the last one against a random extra token), each row weighted −1/rows: the gradient
-// of the mean cross-entropy, as engine/gpt2's BenchmarkTrainStep124M.
-func trainBatch(vocab, bsz, t int) (*gpt2.Batch, []float32) {
+// token (the last one against a random extra token): the batch of engine/gpt2's
+// BenchmarkTrainStep124M.
+func trainBatch(vocab, bsz, t int) *gpt2.Batch {
 	r := rand.New(rand.NewPCG(2, 2))
 	var b gpt2.Batch
 	for range bsz {
@@ -301,18 +301,24 @@ func trainBatch(vocab, bsz, t int) (*gpt2.Batch, []float32) {
 		b.Rows = append(b.Rows, int32(len(b.Tokens)-1))
 		b.Targets = append(b.Targets, s[t])
 	}
-	w := make([]float32, len(b.Rows))
-	for i := range w {
-		w[i] = -1 / float32(len(w))
+	return &b
+}
+
+// meanCE is the gradient of the mean cross-entropy over rows scored rows: −1/rows for each.
+func meanCE(rows int) gpt2.RowGrad {
+	w := -1 / float32(rows)
+	return func(_ int, _, _, dlogp, _ []float32) {
+		for i := range dlogp {
+			dlogp[i] = w
+		}
 	}
-	return &b, w
 }
 
 // engineSteps runs the engine's forward and train step at B×T.
 type engineSteps struct {
 	m    *gpt2.Model
 	b    *gpt2.Batch
-	w    []float32
+	grad gpt2.RowGrad
 	out  gpt2.Output
 	opt  *optim.AdamW
 	loss float64 // mean cross-entropy of the first forward (≈ ln V for a random model)
@@ -323,7 +329,8 @@ type engineSteps struct {
 // ~1.5 GB, not part of any measurement).
 func newEngineSteps(m *gpt2.Model, bsz, t int) (*engineSteps, error) {
 	e := &engineSteps{m: m}
-	e.b, e.w = trainBatch(m.Config.VocabSize, bsz, t)
+	e.b = trainBatch(m.Config.VocabSize, bsz, t)
+	e.grad = meanCE(len(e.b.Rows))
 	if err := e.forward(); err != nil {
 		return nil, err
 	}
@@ -341,13 +348,12 @@ func newEngineSteps(m *gpt2.Model, bsz, t int) (*engineSteps, error) {
 // forward is Forward with the LM head and log-softmax on every row.
 func (e *engineSteps) forward() error { return e.m.Forward(e.b, 1, false, &e.out) }
 
-// train is Forward, ZeroGrads, Backward of the mean cross-entropy and an AdamW step.
+// train is a step as the engine trains (sft.Step, the GRPO update): ZeroGrads,
+// ForwardBackward of the mean cross-entropy (each chunk of the LM head's logits becomes its
+// gradient while in memory) and an AdamW step.
 func (e *engineSteps) train() error {
-	if err := e.m.Forward(e.b, 1, false, &e.out); err != nil {
-		return err
-	}
 	e.m.ZeroGrads()
-	if err := e.m.Backward(e.w, nil); err != nil {
+	if err := e.m.ForwardBackward(e.b, 1, false, e.grad, &e.out); err != nil {
 		return err
 	}
 	e.opt.Step(1e-4)

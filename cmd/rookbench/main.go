@@ -10,7 +10,8 @@
 //	             single-threaded in each), and, for reference, one call on OpenBLAS's own threads
 //	engine       GPT-2 124M with random weights, asked for by name (random:124m@seed=42), at
 //	             B=4, T=64: Forward (LM head and log-softmax on all 256 rows) and a train step
-//	             (Forward, ZeroGrads, Backward of the mean cross-entropy, AdamW), ms and GFLOP/s
+//	             as the engine trains (ZeroGrads, ForwardBackward of the mean cross-entropy,
+//	             AdamW), ms and GFLOP/s
 //	torch        the same in PyTorch CPU: bench/torch_gpt2.py, a nanoGPT-style GPT-2 run by
 //	             Debian's python3-torch (-python), torch.set_num_threads(-threads),
 //	             OMP_WAIT_POLICY=PASSIVE in its environment
@@ -750,7 +751,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	}
 	trainGroup := fmt.Sprintf("GPT-2 124M train step (forward + backward + AdamW), B=%d T=%d (%.1f GFLOP)", b.batch, b.seq, trainFLOP/1e9)
 	if s["engine"] {
-		r := valueRow(trainGroup, "engine.train_step", "engine Forward+ZeroGrads+Backward+AdamW", "ms", b.engTrain, trainFLOP)
+		r := valueRow(trainGroup, "engine.train_step", "engine ZeroGrads+ForwardBackward+AdamW", "ms", b.engTrain, trainFLOP)
 		if b.engTrain.ok() {
 			r.Note = fmt.Sprintf("%.0f heap allocs in a steady-state step", b.allocs)
 		}

@@ -61,7 +61,8 @@ func BenchmarkForward124M(b *testing.B) {
 	b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
 }
 
-// BenchmarkTrainStep124M: forward + backward + AdamW at B=4, T=64.
+// BenchmarkTrainStep124M: a training step at B=4, T=64 as sft.Step and the GRPO update take
+// one: ZeroGrads, ForwardBackward of the mean cross-entropy, AdamW.
 func BenchmarkTrainStep124M(b *testing.B) {
 	m := benchModel(b, gpt2.RookWorld124M)
 	opt, err := optim.NewAdamW(m, optim.DefaultAdamW())
@@ -69,13 +70,11 @@ func BenchmarkTrainStep124M(b *testing.B) {
 		b.Fatal(err)
 	}
 	bt, w := trainBatch(4, 64)
+	grad := func(lo int, _, _, dlogp, _ []float32) { copy(dlogp, w[lo:]) }
 	var out gpt2.Output
 	step := func() {
-		if err := m.Forward(bt, 1, false, &out); err != nil {
-			b.Fatal(err)
-		}
 		m.ZeroGrads()
-		if err := m.Backward(w, nil); err != nil {
+		if err := m.ForwardBackward(bt, 1, false, grad, &out); err != nil {
 			b.Fatal(err)
 		}
 		opt.Step(1e-4)
