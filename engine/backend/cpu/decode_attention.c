@@ -49,6 +49,18 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) static inline __m512 
 	return acc;
 }
 
+// Keys are fetched KEYS_AHEAD rows ahead of the dots. Without it, half of the kernel's time in
+// a decode step went to waiting on the key loads (a profile of BenchmarkDecode124M): the rows
+// come from memory, written steps ago, and the processor's own prefetch did not run ahead of
+// them. With it a decode step of 64 rows took 3.5% less time, one of 8 rows 1.5–3.5% (the
+// project's AMD EPYC, 20 alternated rounds). Fetching the values ahead too, in the scores'
+// pass or in their own, gained nothing more.
+#define KEYS_AHEAD 4
+
+__attribute__((always_inline)) static inline void prefetch_row(const float *r, long floats) {
+	for (long o = 0; o < floats; o += 16) _mm_prefetch((const char *)(r + o), _MM_HINT_T0);
+}
+
 // Scores of every head against one cached key row, four heads per reduction.
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline void scores(float *s, long n, long j, const float *q,
                                                                        const float *k, long nh, long hd, float scale) {
@@ -119,12 +131,14 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
                                                                        const float *v2, long n2, long nh, long hd,
                                                                        long ld, float scale, float *s, float *lse) {
 	long n = n1 + n2;
-	if (hd == 64) { // GPT-2's head size: the dots unrolled, unmasked
-		for (long j = 0; j < n1; j++) scores(s, n, j, q, k1 + j * ld, nh, 64, scale);
-		for (long j = n1; j < n; j++) scores(s, n, j, q, k2 + (j - n1) * ld, nh, 64, scale);
-	} else {
-		for (long j = 0; j < n1; j++) scores(s, n, j, q, k1 + j * ld, nh, hd, scale);
-		for (long j = n1; j < n; j++) scores(s, n, j, q, k2 + (j - n1) * ld, nh, hd, scale);
+	for (long j = 0; j < n; j++) {
+		long a = j + KEYS_AHEAD;
+		if (a < n) prefetch_row(a < n1 ? k1 + a * ld : k2 + (a - n1) * ld, nh * hd);
+		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
+		if (hd == 64) // GPT-2's head size: the dots unrolled, unmasked
+			scores(s, n, j, q, k, nh, 64, scale);
+		else
+			scores(s, n, j, q, k, nh, hd, scale);
 	}
 	for (long h = 0; h < nh; h++) softmax16(s + h * n, n, lse ? lse + h : 0);
 	long h = 0;
