@@ -71,7 +71,7 @@ func (c *CPU) checkAlloc(n int) {
 
 func (c *CPU) Alloc(n int) backend.Buf {
 	c.checkAlloc(n)
-	return backend.Buf{M: &backend.Mem{Host: make([]float32, n), Len: n}, N: n}
+	return backend.Buf{M: &backend.Mem{Host: HostFloats(n), Len: n}, N: n}
 }
 
 func (c *CPU) AllocI32(n int) backend.I32 {
