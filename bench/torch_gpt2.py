@@ -185,6 +185,7 @@ def env_info(model, threads, init_s):
         "threads_asked": threads,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "blas": blas,
         "blas_core": core,
         "cpu_capability": cap,

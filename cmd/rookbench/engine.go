@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cpu"
@@ -232,7 +233,9 @@ const bandwidthBytes = 1 << 30
 // contiguous part, eight independent sums so that loads, not adds, set the pace), in GB/s:
 // the rate a decode step streams weights and cached keys at when it is memory-bound.
 func measureBandwidth(threads, runs int) series {
-	buf := make([]uint64, bandwidthBytes/8)
+	// Through the allocator of the engine's buffers, on the same pages (cpu.HostFloats).
+	f := cpu.HostFloats(bandwidthBytes / 4)
+	buf := unsafe.Slice((*uint64)(unsafe.Pointer(&f[0])), len(f)/2)
 	for i := range buf { // touch every page before timing
 		buf[i] = uint64(i)
 	}

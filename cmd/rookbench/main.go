@@ -682,7 +682,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		Model: modelSpec, Params: n, Batch: b.batch, Seq: b.seq, Device: b.deviceName(),
 		ForwardGFLOP: fwdFLOP / 1e9, TrainGFLOP: trainFLOP / 1e9,
 		FLOPFormula: "train step: B·T·(6·N + 6·L·C·T); forward: B·T·(2·N + 2·L·C·T) (llm.c's count)",
-		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(),
+		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(), HugePages: thpMode(),
 		Torch: torchV, LoadAvgBefore: loadBefore, LoadAvgAfter: loadAvg(),
 		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(),
 	}}
@@ -694,7 +694,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	rep.Header = []string{
 		fmt.Sprintf("rookbench: GPT-2 124M, RANDOM weights (%s); %d threads for each side (engine pool, torch.set_num_threads, llm.c OMP_NUM_THREADS)", modelSpec, b.threads),
 		fmt.Sprintf("medians of %d timed runs after %d warm-up (untuned torch %d, generation %d), engine and PyTorch runs alternated; x rows: engine speed-up, >1 = engine faster", b.runs, b.warmup, b.untunedRuns, b.genRuns),
-		fmt.Sprintf("machine: %s, %d CPUs; %s; %s%s", m.CPU, runtime.NumCPU(), m.GoVersion, m.BLAS, torchLine),
+		fmt.Sprintf("machine: %s, %d CPUs; %s; %s%s; transparent huge pages: %s (the engine's large buffers advised, peers' malloc through %s)", m.CPU, runtime.NumCPU(), m.GoVersion, m.BLAS, torchLine, m.HugePages, hugeMallocTunable),
 	}
 	if k := b.kernelsLine(); k != "" {
 		rep.Header = append(rep.Header, k)
@@ -960,6 +960,20 @@ func loadAvg() string {
 }
 
 // cpuName is the processor's model name from /proc/cpuinfo, or the architecture.
+// thpMode is the system's transparent huge page mode (always, madvise or never), "none"
+// where the kernel has none.
+func thpMode() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return "none"
+	}
+	s := string(b)
+	if i, j := strings.Index(s, "["), strings.Index(s, "]"); i >= 0 && j > i {
+		return s[i+1 : j]
+	}
+	return strings.TrimSpace(s)
+}
+
 func cpuName() string {
 	raw, err := os.ReadFile("/proc/cpuinfo")
 	if err == nil {
@@ -1011,7 +1025,7 @@ func (b *bench) kernelsLine() string {
 	seen := map[string]bool{}
 	var sides []string
 	for _, ti := range b.torchInfo {
-		d := fmt.Sprintf("torch: OpenBLAS %s kernels (OPENBLAS_CORETYPE=%q), operators %s, oneDNN %s", ti.BLASCore, ti.CoreType, ti.Capability, ti.OneDNN)
+		d := fmt.Sprintf("torch: OpenBLAS %s kernels (OPENBLAS_CORETYPE=%q), operators %s, oneDNN %s, GLIBC_TUNABLES=%q", ti.BLASCore, ti.CoreType, ti.Capability, ti.OneDNN, ti.Tunables)
 		if !seen[d] {
 			seen[d] = true
 			sides = append(sides, d)

@@ -115,7 +115,7 @@ func TestTorchEnv(t *testing.T) {
 	t.Setenv("OMP_WAIT_POLICY", "ACTIVE") // what the caller has must not reach the tuned run
 	base := []string{"A=1", "OMP_WAIT_POLICY=ACTIVE", "OPENBLAS_CORETYPE=Prescott", "B=2"}
 	tuned := torchPeer{tuned: true, coreType: "Cooperlake", capability: "AVX512"}
-	if got := torchEnv(base, tuned); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Cooperlake", "ATEN_CPU_CAPABILITY=AVX512"}) {
+	if got := torchEnv(base, tuned); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Cooperlake", "ATEN_CPU_CAPABILITY=AVX512", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}) {
 		t.Errorf("tuned env %v", got)
 	}
 	if got := torchEnv(base, torchPeer{}); !slices.Equal(got, []string{"A=1", "OPENBLAS_CORETYPE=Prescott", "B=2"}) {
@@ -123,11 +123,30 @@ func TestTorchEnv(t *testing.T) {
 	}
 }
 
+// TestHugeMalloc: the tunable joins the caller's GLIBC_TUNABLES, and a caller's own
+// glibc.malloc.hugetlb stays.
+func TestHugeMalloc(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"A=1"}, []string{"A=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}},
+		{[]string{"GLIBC_TUNABLES=glibc.malloc.arena_max=2", "B=2"}, []string{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", "B=2"}},
+		{[]string{"GLIBC_TUNABLES="}, []string{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}},
+		{[]string{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}, []string{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}},
+	} {
+		in := slices.Clone(c.in)
+		if got := hugeMalloc(in); !slices.Equal(got, c.want) {
+			t.Errorf("hugeMalloc(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if !slices.Equal(in, c.in) {
+			t.Errorf("hugeMalloc changed its argument: %q", in)
+		}
+	}
+}
+
 // fakeTorch is a stand-in for a PyTorch script in --serve mode (a shell script, run with sh
 // as the interpreter).
 const fakeTorch = `echo "progress on stderr" >&2
 echo "a library's stdout noise"
-echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"cpu_capability\": \"${ATEN_CPU_CAPABILITY:-AVX2}\", \"params\": 5}"
+echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"glibc_tunables\": \"$GLIBC_TUNABLES\", \"cpu_capability\": \"${ATEN_CPU_CAPABILITY:-AVX2}\", \"params\": 5}"
 while read op; do
   case $op in
     forward) echo "{\"op\": \"forward\", \"ms\": 12.5, \"cpu_ms\": 20, \"sys_ms\": 1}" ;;
@@ -151,7 +170,7 @@ func TestTorchProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Info.Torch != "9.9" || p.Info.Threads != 3 || p.Info.OMPWaitPolicy != "PASSIVE" || p.Info.Params != 5 ||
-		p.Info.CoreType != "SkylakeX" || p.Info.Capability != "AVX512" {
+		p.Info.CoreType != "SkylakeX" || p.Info.Capability != "AVX512" || p.Info.Tunables != "glibc.malloc.hugetlb=1" {
 		t.Errorf("info %+v", p.Info)
 	}
 	if s, err := p.Do("forward"); err != nil || s.ms != 12.5 || s.cpu != 20 || s.sys != 1 {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ type torchInfo struct {
 	Threads       int     `json:"threads"`
 	OMPWaitPolicy string  `json:"omp_wait_policy"`
 	CoreType      string  `json:"openblas_coretype"` // OPENBLAS_CORETYPE as the process saw it
+	Tunables      string  `json:"glibc_tunables"`    // GLIBC_TUNABLES as the process saw it
 	BLAS          string  `json:"blas"`              // the BLAS library it loaded
 	BLASCore      string  `json:"blas_core"`         // the processor family whose kernels that OpenBLAS runs
 	Capability    string  `json:"cpu_capability"`    // the kernels torch's own operators dispatch to
@@ -72,9 +74,10 @@ type torchReply struct {
 // torchEnv is the environment of a PyTorch process: ours without OMP_WAIT_POLICY, plus
 // OMP_WAIT_POLICY=PASSIVE when tuned (Debian's torch otherwise keeps its OpenMP threads
 // spinning between parallel regions, against the threads of its own BLAS on a small
-// machine), and the kernel choices of a tuned peer.
+// machine), and the kernel choices of a tuned peer, and huge pages for its tensors
+// (hugeMalloc) as the engine's buffers have them.
 func torchEnv(base []string, peer torchPeer) []string {
-	env := make([]string, 0, len(base)+3)
+	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
 		if !strings.HasPrefix(kv, "OMP_WAIT_POLICY=") && !(peer.tuned && (strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") || strings.HasPrefix(kv, "ATEN_CPU_CAPABILITY="))) {
 			env = append(env, kv)
@@ -88,8 +91,34 @@ func torchEnv(base []string, peer torchPeer) []string {
 		if peer.capability != "" {
 			env = append(env, "ATEN_CPU_CAPABILITY="+peer.capability)
 		}
+		env = hugeMalloc(env)
 	}
 	return env
+}
+
+// hugeMallocTunable makes glibc's malloc (2.35 and later) advise transparent huge pages for
+// the large blocks it maps, as the engine's cpu.HostFloats does for its buffers: a peer that
+// allocates through malloc (torch 1.13's CPU allocator, llm.c) gets the same pages. Forward
+// 15% faster for torch here; where huge pages are off it changes nothing.
+const hugeMallocTunable = "glibc.malloc.hugetlb=1"
+
+// hugeMalloc adds hugeMallocTunable to env's GLIBC_TUNABLES, keeping the tunables already
+// there (one that sets glibc.malloc.hugetlb itself is left as it is).
+func hugeMalloc(env []string) []string {
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GLIBC_TUNABLES="); ok {
+			if strings.Contains(v, "glibc.malloc.hugetlb=") {
+				return env
+			}
+			if v != "" {
+				v += ":"
+			}
+			out := slices.Clone(env)
+			out[i] = "GLIBC_TUNABLES=" + v + hugeMallocTunable
+			return out
+		}
+	}
+	return append(env, "GLIBC_TUNABLES="+hugeMallocTunable)
 }
 
 // torchProc is a PyTorch script running in --serve mode: it builds its model once, then
@@ -287,7 +316,7 @@ func runLLMC(dir string, threads, warmup, runs int) (series, error) {
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
+	cmd.Env = hugeMalloc(append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads)))
 	var stderr bytes.Buffer
 	cmd.Stderr = &tail{buf: &stderr, max: 4096}
 	out, err := cmd.StdoutPipe()

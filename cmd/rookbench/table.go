@@ -224,6 +224,7 @@ type Meta struct {
 	GoVersion     string  `json:"go"`
 	BLAS          string  `json:"blas"`
 	CPU           string  `json:"cpu"`
+	HugePages     string  `json:"transparent_huge_pages"` // the system's mode: always, madvise or never
 	Device        string  `json:"device"`
 	Torch         string  `json:"torch,omitempty"`
 	LoadAvgBefore string  `json:"loadavg_before"`
