@@ -71,6 +71,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -682,7 +683,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		Model: modelSpec, Params: n, Batch: b.batch, Seq: b.seq, Device: b.deviceName(),
 		ForwardGFLOP: fwdFLOP / 1e9, TrainGFLOP: trainFLOP / 1e9,
 		FLOPFormula: "train step: B·T·(6·N + 6·L·C·T); forward: B·T·(2·N + 2·L·C·T) (llm.c's count)",
-		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(), HugePages: thpMode(),
+		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(), HugePages: cmp.Or(cpu.HugePageMode(), "none"),
 		Torch: torchV, LoadAvgBefore: loadBefore, LoadAvgAfter: loadAvg(),
 		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(),
 	}}
@@ -960,20 +961,6 @@ func loadAvg() string {
 }
 
 // cpuName is the processor's model name from /proc/cpuinfo, or the architecture.
-// thpMode is the system's transparent huge page mode (always, madvise or never), "none"
-// where the kernel has none.
-func thpMode() string {
-	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	if err != nil {
-		return "none"
-	}
-	s := string(b)
-	if i, j := strings.Index(s, "["), strings.Index(s, "]"); i >= 0 && j > i {
-		return s[i+1 : j]
-	}
-	return strings.TrimSpace(s)
-}
-
 func cpuName() string {
 	raw, err := os.ReadFile("/proc/cpuinfo")
 	if err == nil {

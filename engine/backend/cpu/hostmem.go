@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"os"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -39,4 +41,18 @@ func adviseHuge(h []float32) {
 		return
 	}
 	syscall.Madvise(unsafe.Slice((*byte)(unsafe.Pointer(&h[lo])), (hi-lo)*4), syscall.MADV_HUGEPAGE)
+}
+
+// HugePageMode is the system's transparent huge page mode: "always", "madvise" (the buffers
+// of HostFloats get them), "never", or "" where the kernel has none.
+func HugePageMode() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i, j := strings.Index(s, "["), strings.Index(s, "]"); i >= 0 && j > i {
+		return s[i+1 : j]
+	}
+	return strings.TrimSpace(s)
 }

@@ -10,20 +10,6 @@ import (
 	"unsafe"
 )
 
-// thpMode is the system's transparent huge page mode ("always", "madvise" or "never"), or ""
-// where the kernel has none.
-func thpMode() string {
-	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i, j := strings.Index(s, "["), strings.Index(s, "]"); i >= 0 && j > i {
-		return s[i+1 : j]
-	}
-	return ""
-}
-
 // thpEligible reads THPeligible of the mapping that holds p from /proc/self/smaps.
 func thpEligible(t *testing.T, p unsafe.Pointer) bool {
 	f, err := os.Open("/proc/self/smaps")
@@ -49,7 +35,7 @@ func thpEligible(t *testing.T, p unsafe.Pointer) bool {
 }
 
 func TestHostFloatsHugePages(t *testing.T) {
-	mode := thpMode()
+	mode := HugePageMode()
 	if mode != "always" && mode != "madvise" {
 		t.Skipf("transparent huge pages are %q on this system, not always or madvise", mode)
 	}
