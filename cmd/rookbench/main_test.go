@@ -457,3 +457,27 @@ func TestTrainFloorNote(t *testing.T) {
 		t.Errorf("unpaired note:\n%s\nwant 12 ms over the gemm section's 10 ms, 1.20x", got)
 	}
 }
+
+// TestFloorRateFastest: the floors' SGEMM rate is the fastest median among the gemm
+// section's and the rounds' samples of the product, so that a section slowed by another
+// process does not lower the floors.
+func TestFloorRateFastest(t *testing.T) {
+	b := &bench{device: "cpu", threads: 2}
+	b.gemm.pool = measured([]float64{97, 96, 98}) // measured on one core of two
+	if got := b.floorRate().median(); got != 97 {
+		t.Errorf("the gemm section alone: %v, want 97", got)
+	}
+	b.fwdRate, b.trainRate = measured([]float64{180, 181, 179}), measured([]float64{170, 175})
+	if got := b.floorRate().median(); got != 180 {
+		t.Errorf("with the rounds' samples: %v, want the forward's 180", got)
+	}
+	b.gemm.pool = measured([]float64{190})
+	if got := b.floorRate().median(); got != 190 {
+		t.Errorf("a faster gemm section: %v, want 190", got)
+	}
+	b.device = "cuda"
+	b.gemm.pool = measured([]float64{50000})
+	if got := b.floorRate().median(); got != 50000 {
+		t.Errorf("a device's floor is its own peak product: %v", got)
+	}
+}
