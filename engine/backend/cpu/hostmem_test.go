@@ -39,18 +39,18 @@ func TestHostFloatsHugePages(t *testing.T) {
 	if mode != "always" && mode != "madvise" {
 		t.Skipf("transparent huge pages are %q on this system, not always or madvise", mode)
 	}
-	h := HostFloats(8 << 20) // 32 MB
-	if len(h) != 8<<20 || h[0] != 0 || h[len(h)-1] != 0 {
+	h := HostFloats(hugeMin / 4) // the smallest buffer advised
+	if len(h) != hugeMin/4 || h[0] != 0 || h[len(h)-1] != 0 {
 		t.Fatal("HostFloats must return n zeroed floats")
 	}
 	mid := unsafe.Pointer(&h[len(h)/2])
 	if !thpEligible(t, mid) {
-		t.Errorf("a 32 MB buffer is not eligible for huge pages (mode %s)", mode)
+		t.Errorf("a buffer of hugeMin bytes is not eligible for huge pages (mode %s)", mode)
 	}
 	// The advice itself, on a fresh mapping of the process's own (the Go heap reuses advised
 	// memory for other objects, so a plain make is no contrast): eligible after it, and in
 	// madvise mode not before.
-	m, err := syscall.Mmap(-1, 0, 16<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	m, err := syscall.Mmap(-1, 0, hugeMin+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,18 @@ func TestHostFloatsHugePages(t *testing.T) {
 	}
 	adviseHuge(f)
 	if !thpEligible(t, at) {
-		t.Errorf("adviseHuge left a 16 MB mapping ineligible for huge pages (mode %s)", mode)
+		t.Errorf("adviseHuge left a mapping of hugeMin bytes ineligible for huge pages (mode %s)", mode)
+	}
+	// Below hugeMin nothing is advised.
+	s, err := syscall.Mmap(-1, 0, hugeMin/2, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(s)
+	sf := unsafe.Slice((*float32)(unsafe.Pointer(&s[0])), len(s)/4)
+	adviseHuge(sf)
+	if mode == "madvise" && thpEligible(t, unsafe.Pointer(&sf[len(sf)/2])) {
+		t.Errorf("a buffer of hugeMin/2 bytes was advised")
 	}
 	if small := HostFloats(1000); len(small) != 1000 {
 		t.Error("a small buffer keeps its length")
