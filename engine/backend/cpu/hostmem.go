@@ -15,7 +15,9 @@ const hugePage = 2 << 20
 // smaller buffer — a layer's KV cache or activations, sized for the longest batch and often
 // filled in part — keeps 4 KB pages, whose untouched pages take no memory: advised from 4 MB
 // up, the main job's peak resident memory grew from 946 to 993 MB (its limit is 1 GB), and
-// GPT-2 124M's 8-row decode step was no faster for it (0.985, 30 alternated rounds).
+// GPT-2 124M's 8-row decode step was no faster for it (0.985 of the time, 30 alternated rounds
+// in one process; whether its KV cache on huge pages helps when one model decodes after
+// another is not settled).
 const hugeMin = 64 << 20
 
 // HostFloats returns n zeroed float32s in host memory, like make; a buffer of hugeMin bytes
@@ -23,11 +25,11 @@ const hugeMin = 64 << 20
 // interior) before anything touches it, so that the kernel backs it with 2 MB pages where
 // the system allows them (/sys/kernel/mm/transparent_hugepage/enabled "always" or "madvise").
 //
-// Weights, gradients, optimizer moments, activations and the KV cache are read in streams of
-// hundreds of megabytes, and with 4 KB pages every stream meets a new page each 4 KB: a
-// decode step of 8 rows, which waits on memory, took 9% longer, the forward and the train
-// step 2–7% (GPT-2 124M, alternated runs, the project's AMD EPYC; a 154 MB product of 8 rows
-// on two threads 15% longer). Where huge pages are off this changes nothing. The advice is a
+// Weights, gradients and optimizer moments are read in streams of hundreds of megabytes, and
+// with 4 KB pages every stream meets a new page each 4 KB: a decode step of 8 rows, which
+// waits on memory, took 9% longer, the forward and the train step 2–7% (GPT-2 124M,
+// alternated runs with every buffer from 4 MB up advised, the project's AMD EPYC; a 154 MB
+// product of 8 rows on two threads 15% longer). Where huge pages are off this changes nothing. The advice is a
 // hint about placement: no number depends on it. It stays with the memory when the Go heap
 // later reuses it for other objects, which costs nothing.
 func HostFloats(n int) []float32 {
