@@ -200,7 +200,7 @@ func TestMatMulRowInvariance(t *testing.T) {
 							t.Fatalf("%+v %v, %d threads: the row alone differs at column %d from %v on 1 thread", s, kern, threads, i, ntKernels()[0])
 						}
 					}
-					for _, n := range []int{7, 96, 97, rows} {
+					for _, n := range []int{7, 8, 56, 96, 97, rows} { // 8 and 48 + 8: blocks of the 8-row tiles
 						o := c.Alloc(n * s.oc)
 						c.MatMul(o, buf(c, inp[:n*s.ch]), buf(c, w), bb, n, s.ch, s.oc)
 						if i := firstDiff(o.F32()[5*s.oc:6*s.oc], one); i >= 0 {
