@@ -21,8 +21,8 @@ func threadCPU() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// BenchmarkGemmSmall: the product kernel (without and with its copies of blocks) against
-// OpenBLAS, one thread, at a decode step's and a training forward's shapes (rows × in × out),
+// BenchmarkGemmSmall: the product kernel (without and with its copies of blocks, and its AVX2
+// version where the processor has more) against OpenBLAS, one thread, at a decode step's and a training forward's shapes (rows × in × out),
 // in GFLOP per CPU-second of the thread.
 func BenchmarkGemmSmall(b *testing.B) {
 	for _, s := range []struct{ m, k, n int }{{64, 768, 2304}, {64, 768, 768}, {64, 768, 3072}, {64, 3072, 768}, {8, 768, 3072}, {160, 768, 4096}, {64, 768, 8192}, {256, 768, 3072}, {256, 3072, 768}, {768, 768, 3072}, {2304, 3072, 768}} {
@@ -31,14 +31,19 @@ func BenchmarkGemmSmall(b *testing.B) {
 		scratch := make([]float32, ntScratch(s.k))
 		flop := 2 * float64(s.m*s.k*s.n)
 		SetBLASThreads(1)
-		for _, v := range []struct {
+		type variant struct {
 			name string
 			f    func()
-		}{
+		}
+		variants := []variant{
 			{"small", func() { cGemmNT(out, nil, a, w, nil, s.m, 0, s.n, s.k, s.k, s.k, s.n, ntUse, nil) }},
 			{"copied", func() { cGemmNT(out, nil, a, w, nil, s.m, 0, s.n, s.k, s.k, s.k, s.n, ntUse, scratch) }},
 			{"openblas", func() { sgemm(false, true, s.m, s.n, s.k, 1, a, s.k, w, s.k, 0, out, s.n) }},
-		} {
+		}
+		if ntUse > ntAVX2 { // the AVX2 kernel, as a processor without AVX-512 runs it
+			variants = append(variants, variant{"avx2", func() { cGemmNT(out, nil, a, w, nil, s.m, 0, s.n, s.k, s.k, s.k, s.n, ntAVX2, nil) }})
+		}
+		for _, v := range variants {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", v.name, s.m, s.k, s.n), func(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
