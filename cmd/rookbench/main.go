@@ -428,7 +428,7 @@ func (b *bench) loadModel() error {
 func (b *bench) startTorch(script string, tuned bool, args ...string) (*torchProc, error) {
 	peer := torchPeer{}
 	if tuned {
-		peer = torchPeer{tuned: true, coreType: cpu.BLASCoreName(), capability: b.torchCapability()}
+		peer = torchPeer{tuned: true, coreType: cpu.BLASCoreName(), capability: b.torchCapability(), capped: engineCapped()}
 	}
 	p, err := b.startTorchPeer(script, peer, args...)
 	if err != nil {
@@ -454,6 +454,10 @@ func (b *bench) startTorchPeer(script string, peer torchPeer, args ...string) (*
 // wins (torch picks AVX2 by default, which on some processors is the faster). "" where there
 // is nothing to choose, or the choice could not be made.
 func (b *bench) torchCapability() string {
+	if engineCapped() {
+		// The engine runs as a processor without AVX-512 would: so does the peer.
+		return "AVX2"
+	}
 	if b.torchCap.chosen || !cpuHas("avx512f") {
 		return b.torchCap.value
 	}
@@ -496,6 +500,10 @@ func (b *bench) torchCapability() string {
 	b.torchCap.value = best
 	return best
 }
+
+// engineCapped reports whether ROOKSCRIPT_CPU_CAPABILITY holds the engine's kernels below
+// what the processor has (cpu.CapabilityEnv): the run measures a machine without AVX-512.
+func engineCapped() bool { return strings.Contains(cpu.Capability(), "capped") }
 
 // cpuHas reports whether the processor has a feature (a flag of /proc/cpuinfo).
 func cpuHas(flag string) bool {
@@ -684,7 +692,8 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		ForwardGFLOP: fwdFLOP / 1e9, TrainGFLOP: trainFLOP / 1e9,
 		FLOPFormula: "train step: B·T·(6·N + 6·L·C·T); forward: B·T·(2·N + 2·L·C·T) (llm.c's count)",
 		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(), HugePages: cmp.Or(cpu.HugePageMode(), "none"),
-		Torch: torchV, LoadAvgBefore: loadBefore, LoadAvgAfter: loadAvg(),
+		Kernels: cpu.Capability(),
+		Torch:   torchV, LoadAvgBefore: loadBefore, LoadAvgAfter: loadAvg(),
 		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(),
 	}}
 	m := rep.Meta
@@ -864,6 +873,8 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	proc := m.CPU
 	if d := b.deviceName(); d != "" {
 		proc, _, _ = strings.Cut(d, " (") // the GPU the figures are of, not the host
+	} else if engineCapped() {
+		proc += ", kernels capped at AVX2"
 	}
 	rep.Summary = summary(rep.Rows, proc)
 	rep.Notes = append(b.notes(trainFLOP, float64(tokens)*6*float64(n), decodeFLOP, n), cacheNote...)
@@ -1018,7 +1029,7 @@ func (b *bench) kernelsLine() string {
 			sides = append(sides, d)
 		}
 	}
-	line := fmt.Sprintf("kernels: engine OpenBLAS %s; %s", cpu.BLASCoreName(), strings.Join(sides, "; "))
+	line := fmt.Sprintf("kernels: engine %s, OpenBLAS %s; %s", cpu.Capability(), cpu.BLASCoreName(), strings.Join(sides, "; "))
 	if len(b.torchCap.tried) > 0 {
 		line += fmt.Sprintf("; tuned torch's operators chosen by a forward each: %s", strings.Join(b.torchCap.tried, ", "))
 	}

@@ -121,6 +121,11 @@ func TestTorchEnv(t *testing.T) {
 	if got := torchEnv(base, torchPeer{}); !slices.Equal(got, []string{"A=1", "OPENBLAS_CORETYPE=Prescott", "B=2"}) {
 		t.Errorf("untuned env %v", got)
 	}
+	// The engine capped at AVX2: the peer runs AVX2 kernels in its operators, its BLAS and oneDNN.
+	capped := torchPeer{tuned: true, coreType: "Haswell", capability: "AVX2", capped: true}
+	if got := torchEnv(append(base, "ONEDNN_MAX_CPU_ISA=AVX512_CORE"), capped); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Haswell", "ATEN_CPU_CAPABILITY=AVX2", "ONEDNN_MAX_CPU_ISA=AVX2", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}) {
+		t.Errorf("capped env %v", got)
+	}
 }
 
 // TestHugeMalloc: the tunable joins the caller's GLIBC_TUNABLES, and a caller's own

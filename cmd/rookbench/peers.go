@@ -57,6 +57,7 @@ type torchPeer struct {
 	tuned      bool
 	coreType   string // OPENBLAS_CORETYPE; "" leaves it to OpenBLAS
 	capability string // ATEN_CPU_CAPABILITY; "" leaves it to torch
+	capped     bool   // the engine's kernels are capped at AVX2: oneDNN is too (ONEDNN_MAX_CPU_ISA)
 }
 
 // torchReply is its answer to one op: the run's wall, CPU and system ms (and, for a
@@ -79,7 +80,7 @@ type torchReply struct {
 func torchEnv(base []string, peer torchPeer) []string {
 	env := make([]string, 0, len(base)+4)
 	for _, kv := range base {
-		if !strings.HasPrefix(kv, "OMP_WAIT_POLICY=") && !(peer.tuned && (strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") || strings.HasPrefix(kv, "ATEN_CPU_CAPABILITY="))) {
+		if !strings.HasPrefix(kv, "OMP_WAIT_POLICY=") && !(peer.tuned && (strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") || strings.HasPrefix(kv, "ATEN_CPU_CAPABILITY=") || strings.HasPrefix(kv, "ONEDNN_MAX_CPU_ISA="))) {
 			env = append(env, kv)
 		}
 	}
@@ -90,6 +91,9 @@ func torchEnv(base []string, peer torchPeer) []string {
 		}
 		if peer.capability != "" {
 			env = append(env, "ATEN_CPU_CAPABILITY="+peer.capability)
+		}
+		if peer.capped {
+			env = append(env, "ONEDNN_MAX_CPU_ISA=AVX2")
 		}
 		env = hugeMalloc(env)
 	}

@@ -225,6 +225,7 @@ type Meta struct {
 	BLAS          string  `json:"blas"`
 	CPU           string  `json:"cpu"`
 	HugePages     string  `json:"transparent_huge_pages"` // the system's mode: always, madvise or never
+	Kernels       string  `json:"engine_kernels"`         // the widest vector instructions the engine's CPU kernels run (cpu.Capability)
 	Device        string  `json:"device"`
 	Torch         string  `json:"torch,omitempty"`
 	LoadAvgBefore string  `json:"loadavg_before"`

@@ -25,6 +25,9 @@ type Options struct {
 func Open(name string, opt Options) (backend.Backend, error) {
 	switch strings.ToLower(name) {
 	case "", "cpu":
+		if err := cpu.CheckCapability(); err != nil {
+			return nil, fmt.Errorf("device cpu: %w", err)
+		}
 		return cpu.New(opt.Threads), nil
 	case "cuda", "gpu":
 		return openCUDA(name, opt)

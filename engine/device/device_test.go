@@ -23,3 +23,19 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRefusesUnknownCapability: a ROOKSCRIPT_CPU_CAPABILITY the backend does not know is
+// an error naming the variable and its value, not kernels silently left at their widest.
+func TestOpenRefusesUnknownCapability(t *testing.T) {
+	t.Setenv("ROOKSCRIPT_CPU_CAPABILITY", "avx1024")
+	_, err := Open("cpu", Options{Threads: 1})
+	if err == nil || !strings.Contains(err.Error(), `ROOKSCRIPT_CPU_CAPABILITY="avx1024"`) || !strings.Contains(err.Error(), "avx2") {
+		t.Fatalf("Open(cpu) with an unknown capability: %v", err)
+	}
+	for _, ok := range []string{"avx2", "AVX512", ""} {
+		t.Setenv("ROOKSCRIPT_CPU_CAPABILITY", ok)
+		if _, err := Open("cpu", Options{Threads: 1}); err != nil {
+			t.Fatalf("Open(cpu) with capability %q: %v", ok, err)
+		}
+	}
+}

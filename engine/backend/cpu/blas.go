@@ -42,7 +42,7 @@ func blasCoreName() string { return C.GoString(C.openblas_get_corename()) }
 // backend exists (blas_core.c may have replaced OpenBLAS's own choice): what a peer's BLAS is
 // told to run, for a like-for-like comparison.
 func BLASCoreName() string {
-	blasCore.Do(fixBLASCore)
+	blasCore.Do(setupKernels)
 	return blasCoreName()
 }
 

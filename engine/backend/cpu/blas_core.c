@@ -14,6 +14,16 @@ extern void gotoblas_dynamic_init(void);
 extern void gotoblas_dynamic_quit(void);
 extern char *openblas_get_corename(void);
 
+// set_core makes OpenBLAS run the kernels of the family want, as OPENBLAS_CORETYPE at load
+// would have, and returns the family it then runs.
+static const char *set_core(const char *want) {
+	setenv("OPENBLAS_CORETYPE", want, 1);
+	gotoblas_dynamic_quit();
+	gotoblas_dynamic_init();
+	unsetenv("OPENBLAS_CORETYPE");
+	return openblas_get_corename();
+}
+
 const char *rk_blas_fix_core(void) {
 	const char *core = openblas_get_corename();
 	if (core == 0 || strcasecmp(core, "prescott") != 0 || getenv("OPENBLAS_CORETYPE") != 0) return core;
@@ -25,9 +35,16 @@ const char *rk_blas_fix_core(void) {
 	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		want = "Haswell";
 	if (want == 0) return core;
-	setenv("OPENBLAS_CORETYPE", want, 1);
-	gotoblas_dynamic_quit();
-	gotoblas_dynamic_init();
-	unsetenv("OPENBLAS_CORETYPE");
-	return openblas_get_corename();
+	return set_core(want);
+}
+
+// rk_blas_cap_avx2 makes OpenBLAS run its Haswell (AVX2) kernels where it chose AVX-512 ones
+// (SkylakeX, Cooperlake, Sapphire Rapids), unless OPENBLAS_CORETYPE named them: the engine's
+// kernels capped at AVX2 (capability.go) run the BLAS of the same machine without AVX-512.
+const char *rk_blas_cap_avx2(void) {
+	const char *core = openblas_get_corename();
+	if (core == 0 || getenv("OPENBLAS_CORETYPE") != 0) return core;
+	if (strcasecmp(core, "skylakex") != 0 && strcasecmp(core, "cooperlake") != 0 && strcasecmp(core, "sapphirerapids") != 0)
+		return core;
+	return set_core("Haswell");
 }

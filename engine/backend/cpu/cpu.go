@@ -43,7 +43,7 @@ func New(threads int) *CPU {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	blasCore.Do(fixBLASCore)
+	blasCore.Do(setupKernels)
 	// Parallelism is ours: OpenBLAS runs single-threaded inside pool workers (see gemmJob).
 	SetBLASThreads(1)
 	hasAVX2()                       // detect the processor's vector support once, before workers run kernels

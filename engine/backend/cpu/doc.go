@@ -25,9 +25,11 @@
 //     order; the sampler's log-sum-exp and the forward's are one expression (lseOf).
 //
 // The backward needs no such property and runs OpenBLAS. On a processor without AVX-512 the
-// products run an AVX2 kernel of the same lanes and tree (about half the rate), or the
-// portable C one without AVX2 and FMA, and decode attention its AVX2 path: the sums of that
-// processor's sampler and forward are still one another's, though not the AVX-512 ones.
+// products run an AVX2 kernel of the same lanes and tree (GPT-2 124M's forward in 1.34× the
+// AVX-512 kernel's time on a processor with both), or the portable C one without AVX2 and
+// FMA, and decode attention its AVX2 path: the sums of that processor's sampler and forward
+// are still one another's, though not the AVX-512 ones. ROOKSCRIPT_CPU_CAPABILITY=avx2 runs
+// that path on a processor with AVX-512 (capability.go).
 //
 // Determinism: each parallel kernel splits its work into chunks whose boundaries depend only
 // on the problem size (never on the number of threads or on timing), and reductions combine

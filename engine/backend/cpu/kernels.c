@@ -39,6 +39,7 @@ static int avx512(void) { return avx2() && avx512_enabled && rk_has_avx512(); }
 int rk_has_avx2(void) { return avx2(); }
 void rk_set_avx2(int on) { avx2_enabled = on; }
 void rk_set_avx512(int on) { avx512_enabled = on; }
+int rk_avx512_on(void) { return avx512(); }
 
 // GELU, tanh approximation: ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³), with
 // tanh u = sign(u)(1 − e)/(1 + e), e = exp(−2|u|).

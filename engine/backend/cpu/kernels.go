@@ -171,12 +171,9 @@ func cBool(b bool) C.int {
 	return 0
 }
 
-// blasCore runs fixBLASCore once, before the first backend (and so the first BLAS call).
+// blasCore runs setupKernels (capability.go) once, before the first backend (and so the
+// first BLAS call).
 var blasCore sync.Once
-
-// fixBLASCore makes OpenBLAS use its kernels for the processor's family where it fell back to
-// its slowest ones for a processor newer than itself (blas_core.c).
-func fixBLASCore() { C.rk_blas_fix_core() }
 
 // hasAVX512 reports whether the processor has AVX-512 (the sixteen-lane kernels).
 func hasAVX512() bool { return C.rk_has_avx512() != 0 }
@@ -190,3 +187,6 @@ func setAVX2(on bool) { C.rk_set_avx2(cBool(on)) }
 // setAVX512 switches kernels.c's sixteen-lane paths on or off, leaving the AVX2 ones (tests
 // compare the two).
 func setAVX512(on bool) { C.rk_set_avx512(cBool(on)) }
+
+// avx512On reports whether kernels.c runs its sixteen-lane paths.
+func avx512On() bool { return C.rk_avx512_on() != 0 }

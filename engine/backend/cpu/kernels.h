@@ -82,6 +82,9 @@ int rk_has_avx512(void);
 // Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
 // Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.
 const char *rk_blas_fix_core(void);
+// Makes OpenBLAS run its Haswell (AVX2) kernels in place of its AVX-512 ones (the backend's
+// kernels capped at AVX2); returns the kernels' name.
+const char *rk_blas_cap_avx2(void);
 
 // rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
 // (tests use it to check that both agree bit for bit).
@@ -90,5 +93,6 @@ void rk_set_avx2(int on);
 // rk_set_avx512(0) leaves the AVX2 paths where kernels.c has sixteen-lane ones (tests compare
 // the two); rk_has_avx512 says whether the processor has them (gemm_small.c).
 void rk_set_avx512(int on);
+int rk_avx512_on(void); // whether kernels.c runs its sixteen-lane paths
 
 #endif

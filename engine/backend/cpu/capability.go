@@ -1,0 +1,71 @@
+package cpu
+
+/*
+#include "kernels.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// CapabilityEnv names the environment variable that caps the vector instructions of the CPU
+// backend's kernels, as ATEN_CPU_CAPABILITY does torch's operators: "avx2" runs the AVX2
+// kernels (and OpenBLAS's Haswell ones) on a processor with AVX-512, as a processor without
+// it would; "avx512" or unset runs the widest the processor has. It is how a machine with
+// AVX-512 measures, profiles and tests the path of one without
+// (ROOKSCRIPT_CPU_CAPABILITY=avx2 make bench; make test runs the invariance tests so). The
+// products give the same bits on either path, but decode attention's AVX2 path does not sum
+// as its sixteen-lane one: a capped run computes what an AVX2 machine computes, whose sampler
+// and forward agree with each other (DESIGN §6.1), not the AVX-512 path's bits, so a run
+// resumed under another cap is a run resumed on another machine.
+const CapabilityEnv = "ROOKSCRIPT_CPU_CAPABILITY"
+
+// capability is the cap the environment asks for: "avx512" (none) or "avx2".
+func capability() (string, error) {
+	v := strings.ToLower(strings.TrimSpace(os.Getenv(CapabilityEnv)))
+	switch v {
+	case "", "avx512", "avx-512":
+		return "avx512", nil
+	case "avx2":
+		return "avx2", nil
+	}
+	return "", fmt.Errorf("%s=%q: unknown capability (want avx2 or avx512)", CapabilityEnv, os.Getenv(CapabilityEnv))
+}
+
+// CheckCapability reports a value of ROOKSCRIPT_CPU_CAPABILITY that the backend does not know
+// (device.Open refuses to open the CPU backend with it; cpu.New ignores it).
+func CheckCapability() error {
+	_, err := capability()
+	return err
+}
+
+// Capability names the widest vector instructions the backend's kernels run, once a backend
+// exists: "AVX-512", "AVX2" (with " (capped by ROOKSCRIPT_CPU_CAPABILITY)" where the processor
+// has more) or "none" (portable C).
+func Capability() string {
+	blasCore.Do(setupKernels)
+	switch {
+	case ntUse == ntAVX512:
+		return "AVX-512"
+	case ntUse == ntAVX2 && hasAVX512():
+		return "AVX2 (capped by " + CapabilityEnv + ")"
+	case ntUse == ntAVX2:
+		return "AVX2"
+	}
+	return "none"
+}
+
+// setupKernels applies the environment's cap, then fixes OpenBLAS's choice of kernels where
+// it fell back to its slowest (blas_core.c); it runs once, before the first BLAS call.
+func setupKernels() {
+	if c, err := capability(); err == nil && c == "avx2" && hasAVX512() && C.rk_has_avx2_fma() != 0 {
+		ntUse = ntAVX2
+		setAVX512(false)
+		setDecode16(false)
+		C.rk_blas_cap_avx2()
+	}
+	C.rk_blas_fix_core()
+}
