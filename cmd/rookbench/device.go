@@ -138,6 +138,18 @@ func (b *bench) floorRate() series {
 	return best
 }
 
+// bandwidthRate is the memory bandwidth the floors use, and which samples it is: on the CPU
+// the faster median of the gemm section's samples and those taken in the generation rounds,
+// for the reason floorRate gives (a run here read 21.8 GB/s in a gemm section disturbed by
+// another process, and every 8-row decode floor inherited it); on a device, its copy
+// bandwidth.
+func (b *bench) bandwidthRate() (series, string) {
+	if b.device == "cpu" && b.genBandwidth.ok() && (!b.gemm.bandwidth.ok() || b.genBandwidth.median() > b.gemm.bandwidth.median()) {
+		return b.genBandwidth, "sampled in the generation rounds"
+	}
+	return b.gemm.bandwidth, "the gemm section's"
+}
+
 // rateName says which rate floorRate is.
 func (b *bench) rateName() string {
 	switch {

@@ -229,54 +229,77 @@ func measureGEMM(threads, warmup, runs int) (gemmResults, error) {
 // bandwidthBytes is the buffer the bandwidth runs read: far larger than any cache.
 const bandwidthBytes = 1 << 30
 
-// measureBandwidth is the rate at which threads goroutines read a 1 GiB buffer (each its own
-// contiguous part, eight independent sums so that loads, not adds, set the pace), in GB/s:
-// the rate a decode step streams weights and cached keys at when it is memory-bound.
-func measureBandwidth(threads, runs int) series {
-	// Through the allocator of the engine's buffers, on the same pages (cpu.HostFloats).
+// bandwidthSampler reads a 1 GiB buffer on threads goroutines (each its own contiguous part,
+// eight independent sums so that loads, not adds, set the pace): the rate a decode step
+// streams weights and cached keys at when it is memory-bound.
+type bandwidthSampler struct {
+	threads int
+	buf     []uint64
+	sink    uint64
+}
+
+// newBandwidthSampler allocates the buffer through the allocator of the engine's buffers, on
+// the same pages (cpu.HostFloats), and touches every page before any timing.
+func newBandwidthSampler(threads int) *bandwidthSampler {
 	f := cpu.HostFloats(bandwidthBytes / 4)
 	buf := unsafe.Slice((*uint64)(unsafe.Pointer(&f[0])), len(f)/2)
-	for i := range buf { // touch every page before timing
+	for i := range buf {
 		buf[i] = uint64(i)
 	}
-	var sink uint64
-	read := func() {
-		var wg sync.WaitGroup
-		sums := make([]uint64, threads)
-		per := len(buf) / threads
-		for t := range threads {
-			wg.Go(func() {
-				part := buf[t*per : (t+1)*per]
-				var a, b, c, d, e, f, g, h uint64
-				for i := 0; i+8 <= len(part); i += 8 {
-					a += part[i]
-					b += part[i+1]
-					c += part[i+2]
-					d += part[i+3]
-					e += part[i+4]
-					f += part[i+5]
-					g += part[i+6]
-					h += part[i+7]
-				}
-				sums[t] = a + b + c + d + e + f + g + h
-			})
-		}
-		wg.Wait()
-		for _, v := range sums {
-			sink += v
-		}
+	bs := &bandwidthSampler{threads: threads, buf: buf}
+	bs.read()
+	return bs
+}
+
+func (bs *bandwidthSampler) read() {
+	var wg sync.WaitGroup
+	sums := make([]uint64, bs.threads)
+	per := len(bs.buf) / bs.threads
+	for t := range bs.threads {
+		wg.Go(func() {
+			part := bs.buf[t*per : (t+1)*per]
+			var a, b, c, d, e, f, g, h uint64
+			for i := 0; i+8 <= len(part); i += 8 {
+				a += part[i]
+				b += part[i+1]
+				c += part[i+2]
+				d += part[i+3]
+				e += part[i+4]
+				f += part[i+5]
+				g += part[i+6]
+				h += part[i+7]
+			}
+			sums[t] = a + b + c + d + e + f + g + h
+		})
 	}
-	read()
+	wg.Wait()
+	for _, v := range sums {
+		bs.sink += v
+	}
+}
+
+// sample times one read of the buffer.
+func (bs *bandwidthSampler) sample() sample {
+	s, _ := timed(func() (sample, error) { bs.read(); return sample{}, nil })
+	return s
+}
+
+// gbps is a sample's rate in GB/s.
+func gbps(s sample) float64 { return bandwidthBytes / s.ms / 1e6 }
+
+// measureBandwidth is the read rate of runs samples, in GB/s.
+func measureBandwidth(threads, runs int) series {
+	bs := newBandwidthSampler(threads)
 	var out []sample
 	for i := range runs {
-		s, _ := timed(func() (sample, error) { read(); return sample{}, nil })
+		s := bs.sample()
 		out = append(out, s)
-		progress("  memory read bandwidth %d/%d: %.1f GB/s", i+1, runs, bandwidthBytes/s.ms/1e6)
+		progress("  memory read bandwidth %d/%d: %.1f GB/s", i+1, runs, gbps(s))
 	}
-	if sink == 1 {
+	if bs.sink == 1 {
 		progress("") // keeps the sums alive
 	}
-	return fromRuns(out, func(s sample) float64 { return bandwidthBytes / s.ms / 1e6 })
+	return fromRuns(out, gbps)
 }
 
 // loadModel is GPT-2 124M with random weights, asked for by name, on be.

@@ -151,8 +151,8 @@ func (b *bench) grpoRows(add func(Row)) {
 	gemm := b.floorRate()
 	// Floors per timed step, then their medians beside the phases' medians.
 	var fRoll, fRef, fUpd, fTot, gflops []float64
-	if gemm.ok() && b.gemm.bandwidth.ok() {
-		ceil, bw := gemm.median()*1e9, b.gemm.bandwidth.median()*1e9
+	if bw, _ := b.bandwidthRate(); gemm.ok() && bw.ok() {
+		ceil, bw := gemm.median()*1e9, bw.median()*1e9
 		for i, w := range p.work {
 			roll := w.prefill / ceil
 			for k := range w.decodeFLOP {

@@ -316,6 +316,7 @@ type bench struct {
 	llmc                 series
 	genPrefill, genDec   series // engine greedy generation, ms
 	gen8Dec              series // the same for 8 sequences (1 prompt × 8), decode ms
+	genBandwidth         series // the memory read bandwidth sampled in the generation rounds (CPU), GB/s
 	genTotal             series // ms of the whole generation
 	sampler              series // rollout.Sampler, tok/s
 	samplerSteps         int
@@ -618,6 +619,12 @@ func (b *bench) runGen() {
 	smp := &contender{name: "engine rollout.Sampler"}
 	cat := &contender{name: "torch (torch.cat cache)"}
 	stat := &contender{name: "torch (static cache)"}
+	bw := &contender{name: "memory read bandwidth"}
+	if b.sel["gen"] && b.device == "cpu" {
+		// The decode floors' bandwidth, sampled beside the steps it bounds (bandwidthRate).
+		bs := newBandwidthSampler(b.threads)
+		bw.run = func() (sample, error) { return bs.sample(), nil }
+	}
 	if b.sel["gen"] {
 		err := b.loadModel()
 		var g *engineGen
@@ -649,7 +656,10 @@ func (b *bench) runGen() {
 			}
 		}
 	}
-	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp, eng8)
+	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp, eng8, bw)
+	if bw.run != nil {
+		b.genBandwidth = bw.series(gbps)
+	}
 	prefill := func(s sample) float64 { return s.prefill }
 	decode := func(s sample) float64 { return s.decode }
 	if b.sel["gen"] {
@@ -805,6 +815,10 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				r.Note = fmt.Sprintf("%d decode steps; logprobs recorded", b.samplerSteps)
 			}
 			add(r)
+			_, bwName := b.bandwidthRate()
+			if b.genBandwidth.ok() {
+				add(valueRow(gr, "mem.bandwidth_gen", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB, sampled in these rounds", b.threads), "GB/s", b.genBandwidth, 0))
+			}
 			for _, d := range []struct {
 				rows, prompts int
 				key           string
@@ -819,7 +833,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
 				}
 				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, b.rateName()), "ms", flopMS, 0)
-				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth", d.rows), "ms", byteMS, 0)
+				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth (%s)", d.rows, bwName), "ms", byteMS, 0)
 				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
 				add(br)
@@ -898,7 +912,7 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 	if gemm.ok() {
 		flopMS = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
 	}
-	if bw := b.gemm.bandwidth; bw.ok() {
+	if bw, _ := b.bandwidthRate(); bw.ok() {
 		byteMS = measured([]float64{(weightBytes + cacheBytes) / (bw.median() * 1e9) * 1e3})
 		if gemm.ok() {
 			products := max(productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9))

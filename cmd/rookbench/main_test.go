@@ -486,3 +486,26 @@ func TestFloorRateFastest(t *testing.T) {
 		t.Errorf("a device's floor is its own peak product: %v", got)
 	}
 }
+
+// TestBandwidthRateFastest: the floors' bandwidth is the faster median of the gemm section's
+// samples and the generation rounds', and says which; a device keeps its own copy bandwidth.
+func TestBandwidthRateFastest(t *testing.T) {
+	b := &bench{device: "cpu", threads: 2}
+	b.gemm.bandwidth = measured([]float64{21.8, 22, 21}) // the gemm section under another process's load
+	if got, _ := b.bandwidthRate(); got.median() != 21.8 {
+		t.Errorf("the gemm section alone: %v, want 21.8", got.median())
+	}
+	b.genBandwidth = measured([]float64{31, 30.5, 31.5})
+	if got, where := b.bandwidthRate(); got.median() != 31 || !strings.Contains(where, "generation") {
+		t.Errorf("with the generation rounds' samples: %v (%s), want 31 from the rounds", got.median(), where)
+	}
+	b.gemm.bandwidth = measured([]float64{35})
+	if got, where := b.bandwidthRate(); got.median() != 35 || !strings.Contains(where, "gemm") {
+		t.Errorf("a faster gemm section: %v (%s), want 35 from the gemm section", got.median(), where)
+	}
+	b.device = "cuda"
+	b.gemm.bandwidth, b.genBandwidth = measured([]float64{2000}), measured([]float64{40})
+	if got, _ := b.bandwidthRate(); got.median() != 2000 {
+		t.Errorf("a device's bandwidth is its own: %v", got.median())
+	}
+}
