@@ -367,7 +367,7 @@ __attribute__((target("avx2,fma"))) void rk_gemm_nt8(float *out, const float *a,
 					int mr = i1 - i < 3 ? i1 - i : 3;
 					tiles8[mr][nr](out + i * ldo + j, a + i * lda + k0, w + j * ldw + k0, kn, lda, ldw, ldo,
 					               res ? res + i * ldo + j : 0, bias ? bias + j : 0, i == i0 && next ? next + k0 : 0,
-					               lanes[t], k0 == 0, k0 + kn >= k);
+					               lanes[t % KBLOCK8_TILES], k0 == 0, k0 + kn >= k);
 				}
 			}
 		}
