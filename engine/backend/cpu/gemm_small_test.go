@@ -72,7 +72,7 @@ func ntKernels() []ntKernel {
 // anywhere, with and without a bias and a residual (a buffer of its own, or the output
 // itself); k above the blocking threshold (whole blocks, a ragged last block, a last block of
 // one masked vector, 3072 whose rows are a multiple of 4 KB apart) and more rows than one row
-// block holds at that k.
+// block holds at that k; and more columns than the AVX2 kernel's column block holds.
 func TestGemmNTMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	type variant struct {
@@ -92,7 +92,7 @@ func TestGemmNTMatchesReference(t *testing.T) {
 	for _, s := range []struct{ m, k, n, j0, j1 int }{
 		{1, 1, 1, 0, 1}, {13, 37, 11, 0, 11}, {6, 16, 8, 3, 8}, {7, 48, 9, 1, 6}, {64, 768, 70, 5, 70}, {400, 301, 17, 0, 17},
 		{64, 3072, 9, 0, 9}, {11, 1537, 13, 2, 13}, {8, 2311, 6, 1, 6}, {130, 1800, 5, 0, 5}, {203, 3072, 14, 1, 14}, {262, 768, 10, 0, 10},
-		{8, 768, 14, 1, 14}, {56, 3072, 11, 0, 11},
+		{8, 768, 14, 1, 14}, {56, 3072, 11, 0, 11}, {20, 768, 300, 7, 292},
 	} {
 		a, w := randVec(r, s.m*s.k, 1), randVec(r, s.n*s.k, 1)
 		for _, v := range []struct {
