@@ -429,7 +429,7 @@ func (b *bench) loadModel() error {
 func (b *bench) startTorch(script string, tuned bool, args ...string) (*torchProc, error) {
 	peer := torchPeer{}
 	if tuned {
-		peer = torchPeer{tuned: true, coreType: cpu.BLASCoreName(), capability: b.torchCapability(), capped: engineCapped()}
+		peer = torchPeer{tuned: true, coreType: cpu.BLASCoreName(), capability: b.torchCapability(), capped: cpu.Capped()}
 	}
 	p, err := b.startTorchPeer(script, peer, args...)
 	if err != nil {
@@ -455,7 +455,7 @@ func (b *bench) startTorchPeer(script string, peer torchPeer, args ...string) (*
 // wins (torch picks AVX2 by default, which on some processors is the faster). "" where there
 // is nothing to choose, or the choice could not be made.
 func (b *bench) torchCapability() string {
-	if engineCapped() {
+	if cpu.Capped() {
 		// The engine runs as a processor without AVX-512 would: so does the peer.
 		return "AVX2"
 	}
@@ -501,10 +501,6 @@ func (b *bench) torchCapability() string {
 	b.torchCap.value = best
 	return best
 }
-
-// engineCapped reports whether ROOKSCRIPT_CPU_CAPABILITY holds the engine's kernels below
-// what the processor has (cpu.CapabilityEnv): the run measures a machine without AVX-512.
-func engineCapped() bool { return strings.Contains(cpu.Capability(), "capped") }
 
 // cpuHas reports whether the processor has a feature (a flag of /proc/cpuinfo).
 func cpuHas(flag string) bool {
@@ -887,7 +883,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	proc := m.CPU
 	if d := b.deviceName(); d != "" {
 		proc, _, _ = strings.Cut(d, " (") // the GPU the figures are of, not the host
-	} else if engineCapped() {
+	} else if cpu.Capped() {
 		proc += ", kernels capped at AVX2"
 	}
 	rep.Summary = summary(rep.Rows, proc)

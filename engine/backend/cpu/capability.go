@@ -42,16 +42,25 @@ func CheckCapability() error {
 	return err
 }
 
+// capped is set by setupKernels when the environment held the kernels below the processor's.
+var capped bool
+
+// Capped reports whether ROOKSCRIPT_CPU_CAPABILITY holds the backend's kernels below what the
+// processor has, once a backend exists.
+func Capped() bool {
+	blasCore.Do(setupKernels)
+	return capped
+}
+
 // Capability names the widest vector instructions the backend's kernels run, once a backend
 // exists: "AVX-512", "AVX2" (with " (capped by ROOKSCRIPT_CPU_CAPABILITY)" where the processor
 // has more) or "none" (portable C).
 func Capability() string {
-	blasCore.Do(setupKernels)
 	switch {
+	case Capped():
+		return "AVX2 (capped by " + CapabilityEnv + ")"
 	case ntUse == ntAVX512:
 		return "AVX-512"
-	case ntUse == ntAVX2 && hasAVX512():
-		return "AVX2 (capped by " + CapabilityEnv + ")"
 	case ntUse == ntAVX2:
 		return "AVX2"
 	}
@@ -62,7 +71,7 @@ func Capability() string {
 // it fell back to its slowest (blas_core.c); it runs once, before the first BLAS call.
 func setupKernels() {
 	if c, err := capability(); err == nil && c == "avx2" && hasAVX512() && C.rk_has_avx2_fma() != 0 {
-		ntUse = ntAVX2
+		capped, ntUse = true, ntAVX2
 		setAVX512(false)
 		setDecode16(false)
 		C.rk_blas_cap_avx2()
