@@ -579,3 +579,127 @@ void rk_col_sums(float *acc, const float *x, long n, long ld, long cols) {
 		acc[c] = a;
 	}
 }
+
+// LayerNorm forward of one row, as layernorm.go states it: the mean is the row's sum in four
+// double accumulators (element k in accumulator k mod 4, the tail in the first), (a + b) +
+// (c + d), rounded, over c; the variance sums float(d·d), d = x − mean, in double in element
+// order; rstd = float(1 / sqrt(var/c + eps)); out = ((x − mean)·rstd)·w + b.
+static double ln_sum(const float *x, long c) {
+	double a = 0, b = 0, s = 0, d = 0;
+	long k = 0;
+	for (; k + 4 <= c; k += 4) {
+		a += x[k];
+		b += x[k + 1];
+		s += x[k + 2];
+		d += x[k + 3];
+	}
+	for (; k < c; k++) a += x[k];
+	return (a + b) + (s + d);
+}
+
+static void ln_finish(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long c,
+                      float eps, float m, double v, long *done) {
+	float r = (float)(1.0 / sqrt(v / (double)c + (double)eps));
+	for (long k = *done; k < c; k++) out[k] = (x[k] - m) * r * w[k] + b[k];
+	*mean = m;
+	*rstd = r;
+}
+
+static void ln_row(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long c,
+                   float eps) {
+	float m = (float)ln_sum(x, c) / (float)c;
+	double v = 0;
+	for (long k = 0; k < c; k++) {
+		float d = x[k] - m;
+		v += (double)(d * d);
+	}
+	long done = 0;
+	ln_finish(out, mean, rstd, x, w, b, c, eps, m, v, &done);
+}
+
+// t[j] ← column j of the 8 × 8 block whose rows are t[0..7].
+__attribute__((target("avx2"), always_inline)) static inline void transpose8(__m256 t[8]) {
+	__m256 a[8], b[8];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
+		a[i] = _mm256_unpacklo_ps(t[i], t[i + 1]);
+		a[i + 1] = _mm256_unpackhi_ps(t[i], t[i + 1]);
+	}
+	_Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4) {
+		b[i] = _mm256_shuffle_ps(a[i], a[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+		b[i + 1] = _mm256_shuffle_ps(a[i], a[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+		b[i + 2] = _mm256_shuffle_ps(a[i + 1], a[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+		b[i + 3] = _mm256_shuffle_ps(a[i + 1], a[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+	}
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+		t[i] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x20);
+		t[i + 4] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x31);
+	}
+}
+
+// Eight rows at once, row r in lane r: each lane's sums are its row's chains, in ln_row's
+// order, and the eight chains run side by side (one row's chain of c dependent additions is
+// what bounds the scalar loop).
+__attribute__((target("avx2"))) static void ln_rows8_avx2(float *out, float *mean, float *rstd, const float *x,
+                                                            const float *w, const float *b, long c, float eps) {
+	double sum[8];
+	__m256d acc[8];
+	_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_pd();
+	long k = 0;
+	for (; k + 4 <= c; k += 4)
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) acc[r] =
+		    _mm256_add_pd(acc[r], _mm256_cvtps_pd(_mm_loadu_ps(x + r * c + k)));
+	float m[8];
+	for (int r = 0; r < 8; r++) {
+		double l[4];
+		_mm256_storeu_pd(l, acc[r]);
+		for (long t = k; t < c; t++) l[0] += x[r * c + t];
+		sum[r] = (l[0] + l[1]) + (l[2] + l[3]);
+		m[r] = (float)sum[r] / (float)c;
+	}
+	// The variances: eight columns of the eight rows at a time, transposed so that each vector
+	// holds one column (row r in lane r).
+	const __m256 M = _mm256_loadu_ps(m);
+	__m256d v0 = _mm256_setzero_pd(), v1 = _mm256_setzero_pd();
+	for (k = 0; k + 8 <= c; k += 8) {
+		__m256 t[8];
+		_Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) t[r] = _mm256_loadu_ps(x + r * c + k);
+		transpose8(t);
+		_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+			__m256 d = _mm256_sub_ps(t[j], M);
+			d = _mm256_mul_ps(d, d);
+			v0 = _mm256_add_pd(v0, _mm256_cvtps_pd(_mm256_castps256_ps128(d)));
+			v1 = _mm256_add_pd(v1, _mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)));
+		}
+	}
+	for (; k < c; k++) {
+		__m256 d = _mm256_sub_ps(_mm256_setr_ps(x[k], x[c + k], x[2 * c + k], x[3 * c + k], x[4 * c + k], x[5 * c + k],
+		                                        x[6 * c + k], x[7 * c + k]),
+		                         M);
+		d = _mm256_mul_ps(d, d);
+		v0 = _mm256_add_pd(v0, _mm256_cvtps_pd(_mm256_castps256_ps128(d)));
+		v1 = _mm256_add_pd(v1, _mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)));
+	}
+	double v[8];
+	_mm256_storeu_pd(v, v0);
+	_mm256_storeu_pd(v + 4, v1);
+	for (int r = 0; r < 8; r++) {
+		float rs = (float)(1.0 / sqrt(v[r] / (double)c + (double)eps));
+		const float *xr = x + r * c;
+		float *o = out + r * c;
+		__m256 Mr = _mm256_set1_ps(m[r]), R = _mm256_set1_ps(rs);
+		long e = 0;
+		for (; e + 8 <= c; e += 8) {
+			__m256 y = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + e), Mr), R), _mm256_loadu_ps(w + e));
+			_mm256_storeu_ps(o + e, _mm256_add_ps(y, _mm256_loadu_ps(b + e)));
+		}
+		ln_finish(o, mean + r, rstd + r, xr, w, b, c, eps, m[r], v[r], &e);
+	}
+}
+
+void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long n, long c,
+                  float eps) {
+	long i = 0;
+	if (avx2() && c <= (1L << 27))
+		for (; i + 8 <= n; i += 8) ln_rows8_avx2(out + i * c, mean + i, rstd + i, x + i * c, w, b, c, eps);
+	for (; i < n; i++) ln_row(out + i * c, mean + i, rstd + i, x + i * c, w, b, c, eps);
+}

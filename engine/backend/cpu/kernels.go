@@ -25,6 +25,17 @@ func cGELURows(out, x []float32, m, cols, ld int) {
 	C.rk_gelu_rows(fptr(out[:n]), fptr(x[:n]), C.long(m), C.long(cols), C.long(ld))
 }
 
+// cLayerNorm normalises n rows of c channels (kernels.c's rk_layernorm): the mean of each row
+// summed in float64 by four accumulators, its variance summed in float64 in element order,
+// then out = ((x − mean)·rstd)·w + b; the vector path runs eight rows side by side, each its
+// own row's chains, so a row's result does not depend on the rows beside it.
+func cLayerNorm(out, mean, rstd, x, w, b []float32, n, c int, eps float32) {
+	if n == 0 || c == 0 {
+		return
+	}
+	C.rk_layernorm(fptr(out[:n*c]), fptr(mean[:n]), fptr(rstd[:n]), fptr(x[:n*c]), fptr(w[:c]), fptr(b[:c]), C.long(n), C.long(c), C.float(eps))
+}
+
 func cGELUBackward(dinp, x, dout []float32) {
 	C.rk_gelu_backward(fptr(dinp), fptr(x), fptr(dout), C.long(len(dinp)))
 }

@@ -60,6 +60,11 @@ void rk_attention_probs(float *p, long t, long w, long n0, const float *lse, lon
 void rk_attention_dscores(float *dp, const float *p, long t, long w, long n0, const float *dy, const float *y, long ld,
                           long hd);
 
+// LayerNorm forward of n rows of c channels (layernorm.go states the arithmetic): out, and
+// each row's mean and 1/σ.
+void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long n, long c,
+                  float eps);
+
 // acc[c] += Σ_i x[i·ld + c] for c < cols, each column summed over its n rows in order.
 void rk_col_sums(float *acc, const float *x, long n, long ld, long cols);
 

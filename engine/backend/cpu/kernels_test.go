@@ -151,8 +151,8 @@ func TestLayerNorm(t *testing.T) {
 	checkFD(t, "db", bb.F32(), db.F32(), forward, 1e-2, 2e-3)
 }
 
-// TestLayerNormRowsAlike: a row normalised among others (four at a time, their variance
-// sums interleaved) comes out bit for bit as the same row normalised alone.
+// TestLayerNormRowsAlike: a row normalised among others (eight at a time, their sums side by
+// side in vector lanes) comes out bit for bit as the same row normalised alone.
 func TestLayerNormRowsAlike(t *testing.T) {
 	c, r := New(2), rand.New(rand.NewPCG(5, 6))
 	const n, ch = 37, 768
@@ -669,4 +669,69 @@ func processCPU() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// layerNormRef is the LayerNorm forward's arithmetic in Go, one row (kernels.c must match it
+// bit for bit): the mean from four float64 accumulators, (a + b) + (c + d), rounded, over c;
+// the variance as float64 sums of float32 squares in element order; then
+// ((x − mean)·rstd)·w + b in float32.
+func layerNormRef(out, x, w, b []float32, eps float32) (mean, rstd float32) {
+	var a0, a1, a2, a3 float64
+	k := 0
+	for ; k+4 <= len(x); k += 4 {
+		a0 += float64(x[k])
+		a1 += float64(x[k+1])
+		a2 += float64(x[k+2])
+		a3 += float64(x[k+3])
+	}
+	for ; k < len(x); k++ {
+		a0 += float64(x[k])
+	}
+	m := float32((a0+a1)+(a2+a3)) / float32(len(x))
+	var v float64
+	for _, xv := range x {
+		d := xv - m
+		v += float64(d * d)
+	}
+	r := float32(1 / math.Sqrt(v/float64(len(x))+float64(eps)))
+	for k, xv := range x {
+		out[k] = (xv-m)*r*w[k] + b[k]
+	}
+	return m, r
+}
+
+// TestLayerNormMatchesReference: the C kernel's paths (eight rows in vector lanes, and the
+// scalar rows) give layerNormRef's outputs, means and 1/σ bit for bit, at row counts that
+// leave rows to each path and channel counts that leave tails to every loop.
+func TestLayerNormMatchesReference(t *testing.T) {
+	defer setAVX2(true)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, vector := range []bool{true, false} {
+		if vector && !hasAVX2() {
+			continue // the scalar path alone is this processor's
+		}
+		setAVX2(vector)
+		for _, ch := range []int{768, 13, 3, 771} {
+			for _, n := range []int{1, 8, 13, 37} {
+				x, w, b := randVec(r, n*ch, 3), randVec(r, ch, 1), randVec(r, ch, 1)
+				for i := range x {
+					x[i] += float32(i/ch%5) * 40 // means far from 0, where the variance's rounding shows
+				}
+				out, mean, rstd := make([]float32, n*ch), make([]float32, n), make([]float32, n)
+				cLayerNorm(out, mean, rstd, x, w, b, n, ch, 1e-5)
+				want := make([]float32, ch)
+				for i := range n {
+					m, s := layerNormRef(want, x[i*ch:(i+1)*ch], w, b, 1e-5)
+					if math.Float32bits(m) != math.Float32bits(mean[i]) || math.Float32bits(s) != math.Float32bits(rstd[i]) {
+						t.Fatalf("vector %v, %d×%d, row %d: mean, rstd %g %g, reference %g %g", vector, n, ch, i, mean[i], rstd[i], m, s)
+					}
+					for k, v := range want {
+						if got := out[i*ch+k]; math.Float32bits(got) != math.Float32bits(v) {
+							t.Fatalf("vector %v, %d×%d, row %d element %d: %g, reference %g", vector, n, ch, i, k, got, v)
+						}
+					}
+				}
+			}
+		}
+	}
 }
