@@ -82,7 +82,7 @@ vet:
 
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
-	# The AVX2 path, as a processor without AVX-512 runs it: its sums keep DESIGN §6.1 too.
+	# The AVX2 path, as a processor without AVX-512 runs it, keeps DESIGN §6.1 too.
 	ROOKSCRIPT_CPU_CAPABILITY=avx2 $(GO) test -count=1 -run 'Invariance|RecordedLogProbs' ./engine/backend/cpu ./engine/gpt2 ./engine/rollout ./engine/grpo
 
 build-cuda:

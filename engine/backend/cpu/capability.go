@@ -17,10 +17,11 @@ import (
 // it would; "avx512" or unset runs the widest the processor has. It is how a machine with
 // AVX-512 measures, profiles and tests the path of one without
 // (ROOKSCRIPT_CPU_CAPABILITY=avx2 make bench; make test runs the invariance tests so). The
-// products give the same bits on either path, but decode attention's AVX2 path does not sum
-// as its sixteen-lane one: a capped run computes what an AVX2 machine computes, whose sampler
-// and forward agree with each other (DESIGN §6.1), not the AVX-512 path's bits, so a run
-// resumed under another cap is a run resumed on another machine.
+// engine's kernels give the same bits on either path (the forward, the sampler, the
+// optimizer); OpenBLAS's Haswell kernels sum the backward's GEMMs in another order than its
+// AVX-512 ones, so the gradients differ, and a run resumed under another cap follows another
+// trajectory from there, as on another machine (unless OPENBLAS_CORETYPE keeps OpenBLAS's
+// kernels: TestCapabilitySameBits).
 const CapabilityEnv = "ROOKSCRIPT_CPU_CAPABILITY"
 
 // capability is the cap the environment asks for: "avx512" (none) or "avx2".

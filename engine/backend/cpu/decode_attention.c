@@ -17,8 +17,9 @@
 // prefix) and the rest from another; position j's lanes are the same wherever the split falls.
 // Keys are read position by position, every head of a position at once (each cached row once,
 // in address order); values head by head, the head's channels accumulating in registers over
-// the positions. rk_attention_decode_ref is the same arithmetic in portable C (fmaf, the same
-// lanes and trees): the tests check the vector code against it bit for bit.
+// the positions. rk_attention_decode8 is the same arithmetic in eight-float halves (AVX2) and
+// rk_attention_decode_ref in portable C (fmaf, the same lanes and trees): the tests check the
+// vector code against it bit for bit.
 #include <immintrin.h>
 #include <math.h>
 
@@ -155,6 +156,125 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 			weigh64(a, t, s + h * n + n1, v2 + h * hd + e0, n2, ld);
 			for (int i = 0; i < 4; i++) _mm512_mask_storeu_ps(out + h * hd + e0 + 16 * i, t[i], a[i]);
 		}
+}
+
+// The same arithmetic in eight-float halves (AVX2 and FMA, for processors without AVX-512), as
+// rk_gemm_nt8 takes the products' lanes: lane e of the sixteen is lane e mod 8 of lo (e < 8)
+// or of hi, and tree8x2 adds them as tree16 does. A processor without AVX-512 thus samples
+// and trains on the same bits as one with it.
+
+// One head's dot over hd channels in the sixteen lanes; a tail short of sixteen channels goes
+// lane by lane, as the masked vector does.
+__attribute__((target("avx2,fma"), always_inline)) static inline float dot8x2(const float *q, const float *k, long hd) {
+	__m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+	long e = 0;
+	for (; e + 16 <= hd; e += 16) {
+		lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(k + e), lo);
+		hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + e + 8), _mm256_loadu_ps(k + e + 8), hi);
+	}
+	if (e == hd) return tree8x2(lo, hi);
+	float l[16];
+	_mm256_storeu_ps(l, lo);
+	_mm256_storeu_ps(l + 8, hi);
+	for (; e < hd; e++) l[e % 16] = fmaf(q[e], k[e], l[e % 16]);
+	return tree16_ref(l);
+}
+
+// Positions j .. j+15 of a head's scores as two halves (lanes past n masked): the mask of the
+// lanes below n.
+__attribute__((target("avx2"), always_inline)) static inline __m256 below8(long left) {
+	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left < 8 ? (left > 0 ? left : 0) : 8)), idx));
+}
+
+// softmax16's arithmetic in halves: the max (NaN if any score is), e^{s_j − max} with position
+// j in lane j mod 16 of the sum, tree8x2, then each e_j · (1 / sum).
+__attribute__((target("avx2,fma"))) static void softmax8x2(float *sh, long n, float *lse) {
+	const __m256 ninf = _mm256_set1_ps(-INFINITY);
+	__m256 mlo = ninf, mhi = ninf, nan = _mm256_setzero_ps();
+	for (long j = 0; j < n; j += 16) {
+		__m256 tl = below8(n - j), th = below8(n - j - 8);
+		__m256 xl = _mm256_blendv_ps(ninf, _mm256_maskload_ps(sh + j, _mm256_castps_si256(tl)), tl);
+		__m256 xh = _mm256_blendv_ps(ninf, _mm256_maskload_ps(sh + j + 8, _mm256_castps_si256(th)), th);
+		mlo = _mm256_max_ps(mlo, xl);
+		mhi = _mm256_max_ps(mhi, xh);
+		nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(xl, xl, _CMP_UNORD_Q), _mm256_cmp_ps(xh, xh, _CMP_UNORD_Q)));
+	}
+	float l[16];
+	_mm256_storeu_ps(l, mlo);
+	_mm256_storeu_ps(l + 8, mhi);
+	float m = l[0];
+	for (int e = 1; e < 16; e++) m = l[e] > m ? l[e] : m;
+	if (_mm256_movemask_ps(nan)) m = NAN;
+	__m256 M = _mm256_set1_ps(m), slo = _mm256_setzero_ps(), shi = _mm256_setzero_ps();
+	for (long j = 0; j < n; j += 16) {
+		__m256 tl = below8(n - j), th = below8(n - j - 8);
+		__m256 el = exp8(_mm256_sub_ps(_mm256_maskload_ps(sh + j, _mm256_castps_si256(tl)), M));
+		__m256 eh = exp8(_mm256_sub_ps(_mm256_maskload_ps(sh + j + 8, _mm256_castps_si256(th)), M));
+		_mm256_maskstore_ps(sh + j, _mm256_castps_si256(tl), el);
+		_mm256_maskstore_ps(sh + j + 8, _mm256_castps_si256(th), eh);
+		slo = _mm256_blendv_ps(slo, _mm256_add_ps(slo, el), tl);
+		shi = _mm256_blendv_ps(shi, _mm256_add_ps(shi, eh), th);
+	}
+	float total = tree8x2(slo, shi);
+	if (lse) *lse = m + logf(total);
+	__m256 inv = _mm256_set1_ps(1.0f / total);
+	for (long j = 0; j < n; j += 8) {
+		__m256i t = _mm256_castps_si256(below8(n - j));
+		_mm256_maskstore_ps(sh + j, t, _mm256_mul_ps(_mm256_maskload_ps(sh + j, t), inv));
+	}
+}
+
+// out_h's channels e0 .. e0+7 over the positions: a chain of fused multiply-adds per channel
+// in position order, from zero.
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 weigh8(const float *p, const float *v1, long n1,
+                                                                              const float *v2, long n, long ld) {
+	__m256 a = _mm256_setzero_ps();
+	for (long j = 0; j < n; j++) {
+		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
+		a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v), a);
+	}
+	return a;
+}
+
+__attribute__((target("avx2,fma"))) void rk_attention_decode8(float *out, const float *q, const float *k1, const float *v1,
+                                                             long n1, const float *k2, const float *v2, long n2, long nh,
+                                                             long hd, long ld, float scale, float *s, float *lse) {
+	long n = n1 + n2;
+	for (long j = 0; j < n; j++) {
+		long a = j + KEYS_AHEAD;
+		if (a < n) {
+			const float *r = a < n1 ? k1 + a * ld : k2 + (a - n1) * ld;
+			for (long o = 0; o < nh * hd; o += 16) _mm_prefetch((const char *)(r + o), _MM_HINT_T0);
+		}
+		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
+		if (hd == 64) // GPT-2's head size: the dots unrolled
+			for (long h = 0; h < nh; h++) s[h * n + j] = scale * dot8x2(q + h * 64, k + h * 64, 64);
+		else
+			for (long h = 0; h < nh; h++) s[h * n + j] = scale * dot8x2(q + h * hd, k + h * hd, hd);
+	}
+	for (long h = 0; h < nh; h++) softmax8x2(s + h * n, n, lse ? lse + h : 0);
+	for (long h = 0; h < nh; h++) {
+		const float *p = s + h * n;
+		long e = 0;
+		if (hd == 64) { // eight chains side by side
+			__m256 a[8];
+			_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+			for (long j = 0; j < n; j++) {
+				const float *v = (j < n1 ? v1 + j * ld : v2 + (j - n1) * ld) + h * 64;
+				__m256 x = _mm256_set1_ps(p[j]);
+				_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) a[i] = _mm256_fmadd_ps(x, _mm256_loadu_ps(v + 8 * i), a[i]);
+			}
+			_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _mm256_storeu_ps(out + h * 64 + 8 * i, a[i]);
+			continue;
+		}
+		for (; e + 8 <= hd; e += 8) _mm256_storeu_ps(out + h * hd + e, weigh8(p, v1 + h * hd + e, n1, v2 + h * hd + e, n, ld));
+		for (; e < hd; e++) {
+			float a = 0;
+			for (long j = 0; j < n; j++) a = fmaf(p[j], (j < n1 ? v1 + j * ld : v2 + (j - n1) * ld)[h * hd + e], a);
+			out[h * hd + e] = a;
+		}
+	}
 }
 
 static inline float max_or_nan(float a, float b) { return b > a || b != b ? b : a; }

@@ -2,7 +2,7 @@
 // (AVX-512, or AVX2 with FMA, or portable C: the same sums), which also adds a block's
 // residual and applies GELU as it stores a product (MatMulAdd, MatMulGELU, rounding as the
 // separate passes); the backward's GEMMs through OpenBLAS (cgo); the inner loops of GELU,
-// AdamW, log-softmax, attention and decode attention in C (kernels.c, decode_attention.c; AVX2
+// AdamW, LayerNorm, log-softmax, attention and decode attention in C (kernels.c, decode_attention.c; AVX2
 // and AVX-512 paths with portable ones the tests hold them to bit for bit); the rest in Go.
 // Every kernel is spread over a fixed pool of goroutines.
 //
@@ -25,11 +25,11 @@
 //     order; the sampler's log-sum-exp and the forward's are one expression (lseOf).
 //
 // The backward needs no such property and runs OpenBLAS. On a processor without AVX-512 the
-// products run an AVX2 kernel of the same lanes and tree (GPT-2 124M's forward in 1.34× the
-// AVX-512 kernel's time on a processor with both), or the portable C one without AVX2 and
-// FMA, and decode attention its AVX2 path: the sums of that processor's sampler and forward
-// are still one another's, though not the AVX-512 ones. ROOKSCRIPT_CPU_CAPABILITY=avx2 runs
-// that path on a processor with AVX-512 (capability.go).
+// products and attention run AVX2 kernels of the same lanes and tree (GPT-2 124M's forward in
+// 1.34× the AVX-512 kernels' time on a processor with both), or portable C ones without AVX2
+// and FMA: every path gives the same bits, so a processor's sampler and forward are the
+// AVX-512 ones. ROOKSCRIPT_CPU_CAPABILITY=avx2 runs that path on a processor with AVX-512
+// (capability.go).
 //
 // Determinism: each parallel kernel splits its work into chunks whose boundaries depend only
 // on the problem size (never on the number of threads or on timing), and reductions combine

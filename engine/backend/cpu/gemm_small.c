@@ -270,12 +270,7 @@ long rk_gemm_nt_scratch(long k) { return 6 * KBLOCK_TILES * (k + 16) + 6 * KBLOC
 // of w (384 KB) stay in L2, and each tile of a, in L1, meets a whole block, rather than each
 // pair of w's rows meeting every tile of a from L2: 5.6% off the decode step at 64 rows and 3%
 // off the forward on the AVX2 path (16 alternated rounds; at 8 rows 5% slower, so not there).
-__attribute__((target("avx2,fma"))) static inline float tree8x2(__m256 lo, __m256 hi) {
-	__m256 h = _mm256_add_ps(lo, hi);                                                   // h[e] = l[e] + l[e+8]
-	__m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));      // q[e] = h[e] + h[e+4]
-	__m128 c = _mm_add_ps(q, _mm_movehl_ps(q, q));                                      // q0 + q2, q1 + q3
-	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));                        // (q0 + q2) + (q1 + q3)
-}
+// The halves' sixteen lanes are added by lanes.h's tree8x2.
 
 // One tile as TILE's (lanes, first and last resume a block's accumulators); pf, when set, is
 // the next pair of w's rows at this block's k, fetched into L2 a line of each per step.

@@ -458,52 +458,17 @@ static float dot(const float *a, const float *b, long n) {
 	return s;
 }
 
-__attribute__((target("avx2"))) static void axpy_avx2(float *y, float a, const float *x, long n, long *done) {
-	const __m256 A = _mm256_set1_ps(a);
-	long i = 0;
-	for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(A, _mm256_loadu_ps(x + i))));
-	*done = i;
-}
-
-static void axpy(float *y, float a, const float *x, long n) {
-	long i = 0;
-	if (avx2()) axpy_avx2(y, a, x, n, &i);
-	for (; i < n; i++) y[i] += a * x[i];
-}
-
-// Position by position, every head at once: each cached key and value row is read once, in
-// address order (a head's slice of each row, one row after another, would stride through
-// memory nh times over). Positions j < n1 come from k1, v1 (a prefix shared with other rows),
-// the rest from k2, v2. scratch holds nh·n scores.
+// Decode attention runs the arithmetic of decode_attention.c's sixteen lanes on every
+// processor: in AVX-512, in AVX2 halves, or in portable C (fmaf and the same lanes), so a row's
+// attention is the same bits on any x86-64 machine.
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse) {
-	if (rk_decode16()) {
+	if (rk_decode16())
 		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
-		return;
-	}
-	long n = n1 + n2;
-	for (long j = 0; j < n; j++) {
-		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
-		for (long h = 0; h < nh; h++) scratch[h * n + j] = scale * dot(q + h * hd, k + h * hd, hd);
-	}
-	for (long h = 0; h < nh; h++) {
-		float *s = scratch + h * n;
-		float m = -INFINITY;
-		for (long j = 0; j < n; j++) m = s[j] > m || s[j] != s[j] ? s[j] : m;
-		float sum = 0;
-		for (long j = 0; j < n; j++) {
-			s[j] = exp1(s[j] - m);
-			sum += s[j];
-		}
-		if (lse) lse[h] = m + logf(sum);
-		float inv = 1.0f / sum;
-		for (long j = 0; j < n; j++) s[j] *= inv;
-	}
-	memset(out, 0, nh * hd * sizeof(float));
-	for (long j = 0; j < n; j++) {
-		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
-		for (long h = 0; h < nh; h++) axpy(out + h * hd, scratch[h * n + j], v + h * hd, hd);
-	}
+	else if (avx2() && rk_has_avx2_fma())
+		rk_attention_decode8(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
+	else
+		rk_attention_decode_ref(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
 }
 
 // The attention backward over a block of scores: t query rows of stride w, row r seeing its

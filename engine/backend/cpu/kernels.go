@@ -101,6 +101,9 @@ func hasDecode16() bool { return C.rk_decode16() != 0 }
 
 func setDecode16(on bool) { C.rk_set_decode16(cBool(on)) }
 
+// hasAVX2FMA reports whether the processor has AVX2 and FMA (the eight-lane paths' need).
+func hasAVX2FMA() bool { return C.rk_has_avx2_fma() != 0 }
+
 // cAttentionProbs and cAttentionDScores run over a block of t score rows of stride w, row r
 // seeing its first n0 + r + 1 keys (kernels.h); lse's row stride is ls.
 func cAttentionProbs(p []float32, t, w, n0 int, lse []float32, ls int) {

@@ -38,6 +38,9 @@ void rk_attention_decode16(float *out, const float *q, const float *k1, const fl
                            const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                              const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
+// rk_attention_decode16's arithmetic in eight-float halves (AVX2 and FMA), bit for bit.
+void rk_attention_decode8(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 int rk_decode16(void);
 void rk_set_decode16(int on);
 

@@ -112,18 +112,18 @@ func vectorPathsMatchScalar(t *testing.T, n int) {
 	}
 }
 
-// TestDecodeAttention16: decode attention in sixteen lanes (AVX-512) gives its portable
-// reference's results bit for bit, log-sum-exps included — head sizes that are and are not
-// multiples of 16, a shared prefix or none, one position or many — and the AVX2 path's within
-// float rounding.
-func TestDecodeAttention16(t *testing.T) {
-	if !hasDecode16() {
-		t.Skip("processor has no AVX-512: decode attention has no sixteen-lane path here to compare")
-	}
+// TestDecodeAttentionPaths: decode attention gives its portable reference's results bit for
+// bit, log-sum-exps included, on every path the processor has — sixteen lanes (AVX-512),
+// eight-float halves (AVX2 and FMA) and portable C — with head sizes that are and are not
+// multiples of 16, a shared prefix or none, one position or many: a row attends alike on any
+// x86-64 machine.
+func TestDecodeAttentionPaths(t *testing.T) {
+	has16, has8 := hasDecode16(), hasAVX2() && hasAVX2FMA()
 	defer setDecode16(true)
+	defer setAVX2(true)
 	r := rand.New(rand.NewPCG(25, 26))
 	for _, c := range []struct{ nh, hd, n1, n2 int }{
-		{12, 64, 80, 17}, {3, 20, 3, 4}, {2, 72, 0, 1}, {4, 16, 33, 0}, {1, 5, 1, 40}, {5, 130, 7, 9},
+		{12, 64, 80, 17}, {3, 20, 3, 4}, {2, 72, 0, 1}, {4, 16, 33, 0}, {1, 5, 1, 40}, {5, 130, 7, 9}, {2, 64, 9, 0},
 	} {
 		ld := c.nh*c.hd + 3
 		q := randVec(r, c.nh*c.hd, 1)
@@ -134,17 +134,24 @@ func TestDecodeAttention16(t *testing.T) {
 			f(out[:c.nh*c.hd], q, k1, v1, c.n1, k2, v2, c.n2, c.nh, c.hd, ld, 0.35, make([]float32, c.nh*(c.n1+c.n2)), out[c.nh*c.hd:])
 			return out
 		}
-		setDecode16(true)
-		got := run(cAttentionDecode)
 		want := run(cAttentionDecodeRef)
-		if i := firstDiff(got, want); i >= 0 {
-			t.Fatalf("%+v: element %d is %v, the reference's %v", c, i, got[i], want[i])
-		}
-		setDecode16(false)
-		avx2 := run(cAttentionDecode)
-		for i := range got {
-			if d := math.Abs(float64(got[i] - avx2[i])); d > 1e-6*max(1, math.Abs(float64(got[i]))) {
-				t.Fatalf("%+v: element %d is %v, the AVX2 path's %v", c, i, got[i], avx2[i])
+		for _, p := range []struct {
+			name           string
+			present        bool
+			decode16, avx2 bool
+		}{
+			{"sixteen lanes", has16, true, true},
+			{"AVX2 halves", has8, false, true},
+			{"portable", true, false, false},
+		} {
+			if !p.present {
+				continue
+			}
+			setDecode16(p.decode16)
+			setAVX2(p.avx2)
+			if got := run(cAttentionDecode); firstDiff(got, want) >= 0 {
+				i := firstDiff(got, want)
+				t.Fatalf("%+v, %s: element %d is %v, the reference's %v", c, p.name, i, got[i], want[i])
 			}
 		}
 	}

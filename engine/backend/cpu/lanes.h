@@ -113,6 +113,15 @@ static inline float tree16_ref(const float l[16]) {
 	return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
+// tree16_ref of sixteen lanes held as two halves of eight (the AVX2 paths: lane e in lo for
+// e < 8, in hi for the rest).
+__attribute__((target("avx2"))) static inline float tree8x2(__m256 lo, __m256 hi) {
+	__m256 h = _mm256_add_ps(lo, hi);                                              // h[e] = l[e] + l[e+8]
+	__m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)); // q[e] = h[e] + h[e+4]
+	__m128 c = _mm_add_ps(q, _mm_movehl_ps(q, q));                                 // q0 + q2, q1 + q3
+	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));                   // (q0 + q2) + (q1 + q3)
+}
+
 // tree16_ref of one vector's lanes.
 __attribute__((target("avx512f,avx512dq"))) static inline float tree16(__m512 v) {
 	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
