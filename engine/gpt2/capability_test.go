@@ -17,8 +17,9 @@ import (
 )
 
 // capabilityBits runs a model with GPT-2's head size (64 channels) and a k-blocked MLP
-// projection through a packed forward, a backward, and a prefill and decode steps over a
-// shared prompt, and returns a digest of each part's bits.
+// projection through a packed forward (sequences of their own, and completions continuing a
+// prompt), a backward, and a prefill and decode steps over a shared prompt, and returns a
+// digest of each part's bits.
 func capabilityBits(t *testing.T) (forward, grads, decode string) {
 	cfg := gpt2.Config{VocabSize: 301, MaxSeqLen: 64, NumLayers: 2, NumHeads: 6, Channels: 384, LayerNormE: 1e-5}
 	m := gpt2test.Random(t, cpu.New(2), cfg, 7, 3)
@@ -33,6 +34,10 @@ func capabilityBits(t *testing.T) (forward, grads, decode string) {
 	var b gpt2.Batch
 	for _, l := range []int{40, 17, 33} {
 		b.Add(seq(l + 1)[:l], 1)
+	}
+	b.Add(seq(20), 20) // a prompt and completions continuing it, as a GRPO update packs them
+	for _, l := range []int{9, 30, 1} {
+		b.AddContinuation(seq(l), 0)
 	}
 	var out gpt2.Output
 	if err := m.Forward(&b, 0.8, true, &out); err != nil {

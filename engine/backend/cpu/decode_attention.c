@@ -180,8 +180,8 @@ __attribute__((target("avx2,fma"), always_inline)) static inline float dot8x2(co
 	return tree16_ref(l);
 }
 
-// Positions j .. j+15 of a head's scores as two halves (lanes past n masked): the mask of the
-// lanes below n.
+// The mask of a half's first left lanes (none for left ≤ 0, all eight from 8): the positions
+// a half of sixteen holds before the scores end.
 __attribute__((target("avx2"), always_inline)) static inline __m256 below8(long left) {
 	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 	return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left < 8 ? (left > 0 ? left : 0) : 8)), idx));
