@@ -11,6 +11,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/grpo"
@@ -434,5 +435,54 @@ func TestRestoreDefaults(t *testing.T) {
 		if notes, err := fresh.restore(nil, "checkpoint D"); err != nil || len(notes) != want {
 			t.Fatalf("a checkpoint without a record, time %d: %q, %v", i+1, notes, err)
 		}
+	}
+}
+
+// TestResumeSaysOtherKernels: a checkpoint records what decided its bits (the backend's
+// Describe: on the CPU, OpenBLAS's kernel family); a resume on other kernels goes on and says
+// that the run is no longer bit for bit the one that would have continued there, and a resume
+// on the same kernels says nothing of it.
+func TestResumeSaysOtherKernels(t *testing.T) {
+	tmp := t.TempDir()
+	recipe := filepath.Join(tmp, "train.lua")
+	if err := os.WriteFile(recipe, []byte(settingsRecipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := runLua(t, Options{Args: args, Recipe: recipe, Trust: true}, "", "")
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	same, other := filepath.Join(tmp, "same"), filepath.Join(tmp, "other")
+	run("run_dir="+same, "steps=2", "save_at=2")
+	run("run_dir="+other, "steps=2", "save_at=2")
+	here := kernels(cpu.New(1))
+	r, err := checkpoint.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kernels != here {
+		t.Fatalf("the checkpoint records kernels %q, this process runs %q", st.Kernels, here)
+	}
+	st.Kernels = "cpu, OpenBLAS Prescott kernels"
+	if _, err := r.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+
+	want := "resume: step-00000002 was written on cpu, OpenBLAS Prescott kernels, and this process runs " + here +
+		": the run goes on, but not bit for bit as it would have there"
+	if out := run("resume="+other, "steps=3"); !strings.Contains(out, want) {
+		t.Errorf("a resume on other kernels does not say %q:\n%s", want, out)
+	}
+	if out := run("resume="+same, "steps=3"); strings.Contains(out, "bit for bit") {
+		t.Errorf("a resume on the same kernels says:\n%s", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/optim"
@@ -392,6 +393,9 @@ func (r *run) resumeFrom(name string, cfg any) error {
 	if dropped > 0 {
 		e.say(fmt.Sprintf("resume: %d metrics records logged after %s moved to %s (those steps run again)", dropped, st.Name, checkpoint.DiscardedMetricsFile))
 	}
+	if note := kernelsNote(st.Kernels, kernels(r.policy.m.B), st.Name); note != "" {
+		e.say(note)
+	}
 	if !e.opts.Quiet {
 		for _, n := range notes {
 			e.say("resume: " + n)
@@ -498,6 +502,26 @@ func resumeOptimizer(built, base, saved optim.AdamWConfig) (optim.AdamWConfig, [
 		out.DecayAll = built.DecayAll
 	}
 	return out, changed
+}
+
+// kernels names what decides a backend's bits (its Describe, else its name), as a checkpoint
+// records it.
+func kernels(b backend.Backend) string {
+	if d, ok := b.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return b.Name()
+}
+
+// kernelsNote is what a resume says when the checkpoint was written on other kernels than this
+// process runs: the run goes on, but from here its sums round as these kernels round them, so
+// it is not the run that would have continued there (DESIGN §6.7). Nothing when they match
+// or the checkpoint predates the record.
+func kernelsNote(recorded, now, name string) string {
+	if recorded == "" || recorded == now {
+		return ""
+	}
+	return fmt.Sprintf("resume: %s was written on %s, and this process runs %s: the run goes on, but not bit for bit as it would have there", name, recorded, now)
 }
 
 func short(h string) string {
@@ -710,6 +734,7 @@ func runSave(L *lua.LState) int {
 	st := checkpoint.NewState(step, r.policy.m, r.opt.o)
 	st.Optimizer.Base = r.optBase
 	st.Settings = settingsOf(L).record()
+	st.Kernels = kernels(r.policy.m.B)
 	st.Reference = r.identity
 	if r.identity.Synced() && r.ref != nil {
 		st.ReferenceParams = r.ref.m.ParamsHost()

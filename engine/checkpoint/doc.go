@@ -18,7 +18,8 @@
 //	  state.json                 step, RNG states, data cursor, recipe state, resolved config,
 //	                             the engine settings the calls used (the caller's record),
 //	                             reference identity {source, hash, syncs}, optimizer config (and
-//	                             the one it was built with), metrics, the size of metrics.jsonl
+//	                             the one it was built with), the kernels that computed it,
+//	                             metrics, the size of metrics.jsonl
 //	                             when saved, retention, and the size and sha256 of every other file
 //
 // A save is built in checkpoints/.tmp-step-N-*, every file and directory fsynced, renamed to

@@ -36,6 +36,7 @@ type fileState struct {
 	Recipe     json.RawMessage            `json:"recipe"`
 	Config     json.RawMessage            `json:"config"`
 	Settings   json.RawMessage            `json:"settings,omitempty"` // absent in checkpoints written before it was recorded
+	Kernels    string                     `json:"kernels,omitempty"`  // absent in checkpoints written before it was recorded
 	Reference  fileIdentity               `json:"reference"`
 	Metrics    metricMap                  `json:"metrics"`
 	// MetricsBytes is absent in checkpoints written before it was recorded.

@@ -247,6 +247,7 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	st.Recipe = json.RawMessage(`{"a":[1,2.5,"x",true,{"b":null}],"n":1e-300}`)
 	st.Settings = json.RawMessage(`{"defaults":{"grpo":{"epsilon":0.2}},"used":{"rollout":{"seed":18446744073709551615}}}`)
+	st.Kernels = "cpu: AVX2 kernels, OpenBLAS Haswell"
 	id.PolicyStart = "feed"
 	st.Reference = id
 	mustSave(t, run, st)
@@ -267,6 +268,9 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if rec, name, err := run.RecordedSettings(); string(got.Settings) != string(st.Settings) || string(rec) != string(st.Settings) || name != got.Name || err != nil {
 		t.Fatalf("settings %s, recorded %s (%s, %v), want %s", got.Settings, rec, name, err, st.Settings)
+	}
+	if got.Kernels != st.Kernels {
+		t.Fatalf("kernels %q, want %q", got.Kernels, st.Kernels)
 	}
 	if string(got.Config) != `{"kl_coef":0.005,"steps":200}` || string(got.Cursor) != "12" {
 		t.Fatalf("config %s cursor %s", got.Config, got.Cursor)

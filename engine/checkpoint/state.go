@@ -28,6 +28,11 @@ type State struct {
 	// settings a call does not name come from, and each kind of call's settings as last used
 	// (the binding's record; RecordedSettings reads it back without the weights).
 	Settings json.RawMessage
+	// Kernels names what computed the run's sums (the binding's description of its backend:
+	// the CPU kernels' vector width and OpenBLAS's kernel family, or the GPU). A run continues
+	// bit for bit only on the same kernels, so a resume on others says so. Empty in
+	// checkpoints written before it was recorded.
+	Kernels string
 
 	Reference       Identity  // the KL reference; required, even when beta is 0
 	ReferenceParams []float32 // the reference's weights: required after a sync, checked if given before

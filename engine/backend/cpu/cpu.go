@@ -54,6 +54,12 @@ func New(threads int) *CPU {
 // Name describes the backend.
 func (c *CPU) Name() string { return "cpu" }
 
+// Describe names what decides the backend's bits: the engine's own kernels give the same
+// ones with AVX-512, AVX2 or neither, so it is OpenBLAS's kernel family, which sums the
+// backward's GEMMs in its own order. Two processes that describe themselves alike compute the
+// same bits; a checkpoint records it (checkpoint.State.Kernels).
+func (c *CPU) Describe() string { return "cpu, OpenBLAS " + BLASCoreName() + " kernels" }
+
 // BatchInvariant is true: every forward kernel's sums run in an order that depends only on
 // each output's own inputs (the package documentation), so a row's logprob is the same bits
 // in any batch, on any thread count (DESIGN §6.1).
