@@ -268,18 +268,16 @@ run:close()
 print("hash " .. policy:hash())
 `
 
-// TestResumeKeepsRecordedDefaults (DESIGN §6.7): the settings a recipe's calls do not name
-// come from the defaults the run started with, which its checkpoints record; a resume by a
-// rookscript whose defaults changed trains as the run would have, and prints every default
-// that differs. A checkpoint also records each kind of call's settings as last used.
-func TestResumeKeepsRecordedDefaults(t *testing.T) {
+// settingsRunner writes settingsRecipe into a temporary directory and returns the directory
+// and a function that runs the recipe with command-line args, failing the test on an error.
+func settingsRunner(t *testing.T) (string, func(args ...string) string) {
+	t.Helper()
 	tmp := t.TempDir()
 	recipe := filepath.Join(tmp, "train.lua")
 	if err := os.WriteFile(recipe, []byte(settingsRecipe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	run := func(args ...string) string {
+	return tmp, func(args ...string) string {
 		t.Helper()
 		out, err := runLua(t, Options{Args: args, Recipe: recipe, Trust: true}, "", "")
 		if err != nil {
@@ -287,6 +285,15 @@ func TestResumeKeepsRecordedDefaults(t *testing.T) {
 		}
 		return out
 	}
+}
+
+// TestResumeKeepsRecordedDefaults (DESIGN §6.7): the settings a recipe's calls do not name
+// come from the defaults the run started with, which its checkpoints record; a resume by a
+// rookscript whose defaults changed trains as the run would have, and prints every default
+// that differs. A checkpoint also records each kind of call's settings as last used.
+func TestResumeKeepsRecordedDefaults(t *testing.T) {
+	tmp, run := settingsRunner(t)
+	n := 0
 	newDir := func() string { n++; return filepath.Join(tmp, fmt.Sprintf("run%d", n)) }
 	hash := func(out string) string {
 		t.Helper()
@@ -443,19 +450,7 @@ func TestRestoreDefaults(t *testing.T) {
 // that the run is no longer bit for bit the one that would have continued there, and a resume
 // on the same kernels says nothing of it.
 func TestResumeSaysOtherKernels(t *testing.T) {
-	tmp := t.TempDir()
-	recipe := filepath.Join(tmp, "train.lua")
-	if err := os.WriteFile(recipe, []byte(settingsRecipe), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := runLua(t, Options{Args: args, Recipe: recipe, Trust: true}, "", "")
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-		return out
-	}
+	tmp, run := settingsRunner(t)
 	same, other := filepath.Join(tmp, "same"), filepath.Join(tmp, "other")
 	run("run_dir="+same, "steps=2", "save_at=2")
 	run("run_dir="+other, "steps=2", "save_at=2")
