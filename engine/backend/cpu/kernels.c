@@ -661,6 +661,103 @@ __attribute__((target("avx2"))) static void ln_rows8_avx2(float *out, float *mea
 	}
 }
 
+// LayerNorm backward of one row, as layernorm.go states it: with dn = w·dout, the row's two
+// sums s1 = Σ dn and s2 = Σ dn·(x − mean)·rstd in double in element order, then per element
+// norm = (x − mean)·rstd, dw += dout·norm, db += dout and
+// dinp += ((w·dout − s1/c) − norm·(s2/c))·rstd, the means rounded to float.
+static void lnb_apply(float *di, float *dw, float *db, const float *d, const float *x, const float *w, long c, float m,
+                      float r, double s1, double s2, long k) {
+	float mean1 = (float)(s1 / (double)c), mean2 = (float)(s2 / (double)c);
+	for (; k < c; k++) {
+		float norm = (x[k] - m) * r;
+		dw[k] += d[k] * norm;
+		db[k] += d[k];
+		di[k] += (w[k] * d[k] - mean1 - norm * mean2) * r;
+	}
+}
+
+__attribute__((target("avx2"))) static void lnb_apply8(float *di, float *dw, float *db, const float *d, const float *x,
+                                                      const float *w, long c, float m, float r, double s1, double s2) {
+	float mean1 = (float)(s1 / (double)c), mean2 = (float)(s2 / (double)c);
+	const __m256 M = _mm256_set1_ps(m), R = _mm256_set1_ps(r), M1 = _mm256_set1_ps(mean1), M2 = _mm256_set1_ps(mean2);
+	long k = 0;
+	for (; k + 8 <= c; k += 8) {
+		__m256 dv = _mm256_loadu_ps(d + k), norm = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + k), M), R);
+		_mm256_storeu_ps(dw + k, _mm256_add_ps(_mm256_loadu_ps(dw + k), _mm256_mul_ps(dv, norm)));
+		_mm256_storeu_ps(db + k, _mm256_add_ps(_mm256_loadu_ps(db + k), dv));
+		__m256 g = _mm256_sub_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(w + k), dv), M1), _mm256_mul_ps(norm, M2));
+		_mm256_storeu_ps(di + k, _mm256_add_ps(_mm256_loadu_ps(di + k), _mm256_mul_ps(g, R)));
+	}
+	lnb_apply(di, dw, db, d, x, w, c, m, r, s1, s2, k);
+}
+
+static void lnb_sums(const float *x, const float *d, const float *w, long c, float m, float r, double *s1, double *s2) {
+	double a = 0, b = 0;
+	for (long k = 0; k < c; k++) {
+		float dn = w[k] * d[k];
+		a += dn;
+		b += dn * (x[k] - m) * r;
+	}
+	*s1 = a;
+	*s2 = b;
+}
+
+// The two sums of eight rows at once, row r in lane r (columns transposed as ln_rows8_avx2's).
+__attribute__((target("avx2"))) static void lnb_sums8(const float *x, const float *d, const float *w, long c,
+                                                     const float *mean, const float *rstd, double *s1, double *s2) {
+	const __m256 M = _mm256_loadu_ps(mean), R = _mm256_loadu_ps(rstd);
+	__m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(), b0 = _mm256_setzero_pd(), b1 = _mm256_setzero_pd();
+	long k = 0;
+	for (; k + 8 <= c; k += 8) {
+		__m256 tx[8], td[8];
+		_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+			tx[i] = _mm256_loadu_ps(x + i * c + k);
+			td[i] = _mm256_loadu_ps(d + i * c + k);
+		}
+		transpose8(tx);
+		transpose8(td);
+		_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+			__m256 dn = _mm256_mul_ps(_mm256_set1_ps(w[k + j]), td[j]);
+			__m256 t = _mm256_mul_ps(_mm256_mul_ps(dn, _mm256_sub_ps(tx[j], M)), R);
+			a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(dn)));
+			a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(dn, 1)));
+			b0 = _mm256_add_pd(b0, _mm256_cvtps_pd(_mm256_castps256_ps128(t)));
+			b1 = _mm256_add_pd(b1, _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)));
+		}
+	}
+	_mm256_storeu_pd(s1, a0);
+	_mm256_storeu_pd(s1 + 4, a1);
+	_mm256_storeu_pd(s2, b0);
+	_mm256_storeu_pd(s2 + 4, b1);
+	for (; k < c; k++)
+		for (int i = 0; i < 8; i++) {
+			float dn = w[k] * d[i * c + k];
+			s1[i] += dn;
+			s2[i] += dn * (x[i * c + k] - mean[i]) * rstd[i];
+		}
+}
+
+void rk_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *x, const float *w,
+                           const float *mean, const float *rstd, long n, long c) {
+	long i = 0;
+	if (avx2())
+		for (; i + 8 <= n; i += 8) {
+			double s1[8], s2[8];
+			lnb_sums8(x + i * c, dout + i * c, w, c, mean + i, rstd + i, s1, s2);
+			for (int r = 0; r < 8; r++)
+				lnb_apply8(dinp + (i + r) * c, dw, db, dout + (i + r) * c, x + (i + r) * c, w, c, mean[i + r], rstd[i + r],
+				           s1[r], s2[r]);
+		}
+	for (; i < n; i++) {
+		double s1, s2;
+		lnb_sums(x + i * c, dout + i * c, w, c, mean[i], rstd[i], &s1, &s2);
+		if (avx2())
+			lnb_apply8(dinp + i * c, dw, db, dout + i * c, x + i * c, w, c, mean[i], rstd[i], s1, s2);
+		else
+			lnb_apply(dinp + i * c, dw, db, dout + i * c, x + i * c, w, c, mean[i], rstd[i], s1, s2, 0);
+	}
+}
+
 void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long n, long c,
                   float eps) {
 	long i = 0;

@@ -36,6 +36,17 @@ func cLayerNorm(out, mean, rstd, x, w, b []float32, n, c int, eps float32) {
 	C.rk_layernorm(fptr(out[:n*c]), fptr(mean[:n]), fptr(rstd[:n]), fptr(x[:n*c]), fptr(w[:c]), fptr(b[:c]), C.long(n), C.long(c), C.float(eps))
 }
 
+// cLayerNormBackward adds n rows' input gradients into dinp and their dw, db terms into dw, db
+// in row order (kernels.c's rk_layernorm_backward; the vector path sums eight rows side by
+// side, each its own row's chains).
+func cLayerNormBackward(dinp, dw, db, dout, x, w, mean, rstd []float32, n, c int) {
+	if n == 0 || c == 0 {
+		return
+	}
+	C.rk_layernorm_backward(fptr(dinp[:n*c]), fptr(dw[:c]), fptr(db[:c]), fptr(dout[:n*c]), fptr(x[:n*c]), fptr(w[:c]),
+		fptr(mean[:n]), fptr(rstd[:n]), C.long(n), C.long(c))
+}
+
 func cGELUBackward(dinp, x, dout []float32) {
 	C.rk_gelu_backward(fptr(dinp), fptr(x), fptr(dout), C.long(len(dinp)))
 }

@@ -67,6 +67,10 @@ void rk_attention_dscores(float *dp, const float *p, long t, long w, long n0, co
 // each row's mean and 1/σ.
 void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long n, long c,
                   float eps);
+// Its backward over n rows: dinp += the input gradient, and each row's dw, db terms added into
+// dw, db in row order (layernorm.go states the arithmetic).
+void rk_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *x, const float *w,
+                           const float *mean, const float *rstd, long n, long c);
 
 // acc[c] += Σ_i x[i·ld + c] for c < cols, each column summed over its n rows in order.
 void rk_col_sums(float *acc, const float *x, long n, long ld, long cols);

@@ -735,3 +735,61 @@ func TestLayerNormMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// layerNormBackwardRef is the LayerNorm backward's arithmetic in Go, one row (kernels.c must
+// match it bit for bit): the sums of dn = w·dout and of dn·(x − mean)·rstd in float64 in element
+// order, then per element dw += dout·norm, db += dout, dinp += ((w·dout − mean1) − norm·mean2)·rstd.
+func layerNormBackwardRef(di, dw, db, d, x, w []float32, m, r float32) {
+	var s1, s2 float64
+	for k, xv := range x {
+		dn := w[k] * d[k]
+		s1 += float64(dn)
+		s2 += float64(dn * (xv - m) * r)
+	}
+	c := float64(len(x))
+	mean1, mean2 := float32(s1/c), float32(s2/c)
+	for k, xv := range x {
+		norm := (xv - m) * r
+		dw[k] += d[k] * norm
+		db[k] += d[k]
+		di[k] += (w[k]*d[k] - mean1 - norm*mean2) * r
+	}
+}
+
+// TestLayerNormBackwardMatchesReference: the C backward's paths (eight rows' sums in vector
+// lanes, the scalar rows) give layerNormBackwardRef's input gradients and dw, db bit for bit,
+// the rows' terms added in row order.
+func TestLayerNormBackwardMatchesReference(t *testing.T) {
+	defer setAVX2(true)
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, vector := range []bool{true, false} {
+		if vector && !hasAVX2() {
+			continue // the scalar path alone is this processor's
+		}
+		setAVX2(vector)
+		for _, ch := range []int{768, 13, 3, 771} {
+			for _, n := range []int{1, 8, 13, 37} {
+				x, w, b := randVec(r, n*ch, 3), randVec(r, ch, 1), randVec(r, ch, 1)
+				for i := range x {
+					x[i] += float32(i/ch%5) * 40
+				}
+				mean, rstd, y := make([]float32, n), make([]float32, n), make([]float32, ch)
+				for i := range n {
+					mean[i], rstd[i] = layerNormRef(y, x[i*ch:(i+1)*ch], w, b, 1e-5)
+				}
+				d := randVec(r, n*ch, 1)
+				di, dw, db := randVec(r, n*ch, 1), randVec(r, ch, 1), randVec(r, ch, 1)
+				wdi, wdw, wdb := append([]float32(nil), di...), append([]float32(nil), dw...), append([]float32(nil), db...)
+				cLayerNormBackward(di, dw, db, d, x, w, mean, rstd, n, ch)
+				for i := range n {
+					layerNormBackwardRef(wdi[i*ch:(i+1)*ch], wdw, wdb, d[i*ch:(i+1)*ch], x[i*ch:(i+1)*ch], w, mean[i], rstd[i])
+				}
+				for name, p := range map[string][2][]float32{"dinp": {di, wdi}, "dw": {dw, wdw}, "db": {db, wdb}} {
+					if i := firstDiff(p[0], p[1]); i >= 0 {
+						t.Fatalf("vector %v, %d×%d: %s[%d] = %g, reference %g", vector, n, ch, name, i, p[0][i], p[1][i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -32,30 +32,12 @@ func (j *layerNormJob) run(_, lo, hi int) {
 	cLayerNorm(j.out[lo*c:hi*c], j.mean[lo:hi], j.rstd[lo:hi], j.inp[lo*c:hi*c], j.w[:c], j.b[:c], hi-lo, c, j.eps)
 }
 
+// backwardRows adds rows lo .. hi-1's input gradients into dinp and their dw, db terms into
+// the chunk's partial sums, in row order.
 func (j *layerNormJob) backwardRows(lo, hi int) {
 	c := j.c
 	p := j.partial[(lo/lnGrain)*2*c:][:2*c]
-	dw, db := p[:c], p[c:]
-	for i := lo; i < hi; i++ {
-		x := j.inp[i*c : (i+1)*c]
-		d := j.dout[i*c : (i+1)*c]
-		m, r := j.mean[i], j.rstd[i]
-		// dnorm = w·dout; the two means the LayerNorm Jacobian needs.
-		var s1, s2 float64
-		for k, xv := range x {
-			dn := j.w[k] * d[k]
-			s1 += float64(dn)
-			s2 += float64(dn * (xv - m) * r)
-		}
-		mean1, mean2 := float32(s1/float64(c)), float32(s2/float64(c))
-		di := j.dinp[i*c : (i+1)*c]
-		for k, xv := range x {
-			norm := (xv - m) * r
-			dw[k] += d[k] * norm
-			db[k] += d[k]
-			di[k] += (j.w[k]*d[k] - mean1 - norm*mean2) * r
-		}
-	}
+	cLayerNormBackward(j.dinp[lo*c:hi*c], p[:c], p[c:], j.dout[lo*c:hi*c], j.inp[lo*c:hi*c], j.w[:c], j.mean[lo:hi], j.rstd[lo:hi], hi-lo, c)
 }
 
 func (c *CPU) LayerNorm(out, mean, rstd, inp, w, b backend.Buf, n, ch int, eps float32) {
@@ -74,13 +56,7 @@ func (c *CPU) LayerNormBackward(dinp, dw, db, dout, inp, w, mean, rstd backend.B
 	c.ln = layerNormJob{backward: true, dinp: dinp.F32(), dw: dw.F32(), db: db.F32(), dout: dout.F32(), inp: inp.F32(), w: w.F32(), mean: mean.F32(), rstd: rstd.F32(), c: ch, partial: partial}
 	c.pool.run(&c.ln, n, lnGrain)
 	c.ln = layerNormJob{}
-	// Combine the chunks' partial dw, db in chunk order.
-	gw, gb := dw.F32(), db.F32()
-	for k := 0; k < chunks; k++ {
-		p := partial[k*2*ch:]
-		for i := 0; i < ch; i++ {
-			gw[i] += p[i]
-			gb[i] += p[ch+i]
-		}
-	}
+	// Combine the chunks' partial dw, db in chunk order: each column summed over the chunks.
+	cColSums(dw.F32()[:ch], partial, chunks, 2*ch)
+	cColSums(db.F32()[:ch], partial[ch:], chunks, 2*ch)
 }
