@@ -793,3 +793,20 @@ func TestLayerNormBackwardMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestFill: Fill writes every element, in chunks of ewGrain and, for a zero fill of a buffer
+// of two or more zeroGrain chunks, of zeroGrain (a ragged last chunk each time).
+func TestFill(t *testing.T) {
+	c := New(2)
+	for _, n := range []int{ewGrain + 5, 2*zeroGrain + 7} {
+		b := c.Alloc(n)
+		for _, v := range []float32{1.5, 0, -2} {
+			c.Fill(b, v)
+			for i, x := range b.F32() {
+				if x != v {
+					t.Fatalf("%d elements, Fill(%g): element %d is %g", n, v, i, x)
+				}
+			}
+		}
+	}
+}
