@@ -761,7 +761,7 @@ void rk_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long n, long c,
                   float eps) {
 	long i = 0;
-	if (avx2() && c <= (1L << 27))
+	if (avx2())
 		for (; i + 8 <= n; i += 8) ln_rows8_avx2(out + i * c, mean + i, rstd + i, x + i * c, w, b, c, eps);
 	for (; i < n; i++) ln_row(out + i * c, mean + i, rstd + i, x + i * c, w, b, c, eps);
 }
