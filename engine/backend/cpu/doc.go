@@ -25,10 +25,10 @@
 //     order; the sampler's log-sum-exp and the forward's are one expression (lseOf).
 //
 // The backward needs no such property and runs OpenBLAS. On a processor without AVX-512 the
-// products and attention run AVX2 kernels of the same lanes and tree (GPT-2 124M's forward in
-// 1.34× the AVX-512 kernels' time on a processor with both), or portable C ones without AVX2
-// and FMA: every path gives the same bits, so a processor's sampler and forward are the
-// AVX-512 ones. ROOKSCRIPT_CPU_CAPABILITY=avx2 runs that path on a processor with AVX-512
+// products and attention run AVX2 kernels of the same lanes and tree (with the AVX2 product
+// kernel alone, GPT-2 124M's forward took 1.34× the AVX-512 one's time on a processor with
+// both), or portable C ones without AVX2 and FMA: every path gives the same bits, so a
+// processor's sampler and forward are the AVX-512 ones. ROOKSCRIPT_CPU_CAPABILITY=avx2 runs that path on a processor with AVX-512
 // (capability.go).
 //
 // Determinism: each parallel kernel splits its work into chunks whose boundaries depend only
