@@ -71,7 +71,7 @@ func Capability() string {
 // setupKernels applies the environment's cap, then fixes OpenBLAS's choice of kernels where
 // it fell back to its slowest (blas_core.c); it runs once, before the first BLAS call.
 func setupKernels() {
-	if c, err := capability(); err == nil && c == "avx2" && hasAVX512() && C.rk_has_avx2_fma() != 0 {
+	if c, err := capability(); err == nil && c == "avx2" && hasAVX512() && hasAVX2FMA() {
 		capped, ntUse = true, ntAVX2
 		setAVX512(false)
 		setDecode16(false)

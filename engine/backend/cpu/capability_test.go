@@ -27,7 +27,7 @@ func TestCapabilityCap(t *testing.T) {
 		}
 		return
 	}
-	if !hasAVX2() {
+	if !hasAVX2() || !hasAVX2FMA() {
 		t.Skip("processor without AVX2 and FMA: there is no AVX2 path to cap at")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCapabilityCap$", "-test.count=1")

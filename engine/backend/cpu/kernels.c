@@ -246,6 +246,13 @@ float rk_max_scaled(const float *x, long n, float scale) {
 	return m;
 }
 
+// lo, hi += v's eight floats widened to double (lanes 0-3 in lo, 4-7 in hi): one step of the
+// float64 lane sums below.
+__attribute__((target("avx2"), always_inline)) static inline void add8d(__m256d *lo, __m256d *hi, __m256 v) {
+	*lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+	*hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
 // Sums over a row: eight float64 lanes, element i in lane i mod 8 (the tail in lane 0),
 // lanes added in order. Both paths follow this structure exactly.
 __attribute__((target("avx2"))) static void exp_sums_avx2(const float *x, long n, float scale, float m, double *lanes_s,
@@ -257,10 +264,8 @@ __attribute__((target("avx2"))) static void exp_sums_avx2(const float *x, long n
 		__m256 z = _mm256_mul_ps(_mm256_loadu_ps(x + i), S);
 		__m256 e = exp8(_mm256_sub_ps(z, M));
 		__m256 ez = _mm256_mul_ps(e, z);
-		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-		t0 = _mm256_add_pd(t0, _mm256_cvtps_pd(_mm256_castps256_ps128(ez)));
-		t1 = _mm256_add_pd(t1, _mm256_cvtps_pd(_mm256_extractf128_ps(ez, 1)));
+		add8d(&s0, &s1, e);
+		add8d(&t0, &t1, ez);
 	}
 	_mm256_storeu_pd(lanes_s, s0);
 	_mm256_storeu_pd(lanes_s + 4, s1);
@@ -356,8 +361,7 @@ __attribute__((target("avx2"))) static void exp_store_avx2(float *out, const flo
 	for (; i + 8 <= n; i += 8) {
 		__m256 e = exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), S), M));
 		_mm256_storeu_ps(out + i, e);
-		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+		add8d(&s0, &s1, e);
 	}
 	_mm256_storeu_pd(lanes, s0);
 	_mm256_storeu_pd(lanes + 4, s1);
@@ -562,10 +566,13 @@ static double ln_sum(const float *x, long c) {
 	return (a + b) + (s + d);
 }
 
+// rstd from a row's summed squared deviations v.
+static inline float ln_rstd(double v, long c, float eps) { return (float)(1.0 / sqrt(v / (double)c + (double)eps)); }
+
+// ln_finish writes a row's out from element k on, and its mean and rstd.
 static void ln_finish(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b, long c,
-                      float eps, float m, double v, long *done) {
-	float r = (float)(1.0 / sqrt(v / (double)c + (double)eps));
-	for (long k = *done; k < c; k++) out[k] = (x[k] - m) * r * w[k] + b[k];
+                      float m, float r, long k) {
+	for (; k < c; k++) out[k] = (x[k] - m) * r * w[k] + b[k];
 	*mean = m;
 	*rstd = r;
 }
@@ -578,8 +585,7 @@ static void ln_row(float *out, float *mean, float *rstd, const float *x, const f
 		float d = x[k] - m;
 		v += (double)(d * d);
 	}
-	long done = 0;
-	ln_finish(out, mean, rstd, x, w, b, c, eps, m, v, &done);
+	ln_finish(out, mean, rstd, x, w, b, c, m, ln_rstd(v, c, eps), 0);
 }
 
 // t[j] ← column j of the 8 × 8 block whose rows are t[0..7].
@@ -631,24 +637,20 @@ __attribute__((target("avx2"))) static void ln_rows8_avx2(float *out, float *mea
 		transpose8(t);
 		_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
 			__m256 d = _mm256_sub_ps(t[j], M);
-			d = _mm256_mul_ps(d, d);
-			v0 = _mm256_add_pd(v0, _mm256_cvtps_pd(_mm256_castps256_ps128(d)));
-			v1 = _mm256_add_pd(v1, _mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)));
+			add8d(&v0, &v1, _mm256_mul_ps(d, d));
 		}
 	}
 	for (; k < c; k++) {
 		__m256 d = _mm256_sub_ps(_mm256_setr_ps(x[k], x[c + k], x[2 * c + k], x[3 * c + k], x[4 * c + k], x[5 * c + k],
 		                                        x[6 * c + k], x[7 * c + k]),
 		                         M);
-		d = _mm256_mul_ps(d, d);
-		v0 = _mm256_add_pd(v0, _mm256_cvtps_pd(_mm256_castps256_ps128(d)));
-		v1 = _mm256_add_pd(v1, _mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)));
+		add8d(&v0, &v1, _mm256_mul_ps(d, d));
 	}
 	double v[8];
 	_mm256_storeu_pd(v, v0);
 	_mm256_storeu_pd(v + 4, v1);
 	for (int r = 0; r < 8; r++) {
-		float rs = (float)(1.0 / sqrt(v[r] / (double)c + (double)eps));
+		float rs = ln_rstd(v[r], c, eps);
 		const float *xr = x + r * c;
 		float *o = out + r * c;
 		__m256 Mr = _mm256_set1_ps(m[r]), R = _mm256_set1_ps(rs);
@@ -657,7 +659,7 @@ __attribute__((target("avx2"))) static void ln_rows8_avx2(float *out, float *mea
 			__m256 y = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + e), Mr), R), _mm256_loadu_ps(w + e));
 			_mm256_storeu_ps(o + e, _mm256_add_ps(y, _mm256_loadu_ps(b + e)));
 		}
-		ln_finish(o, mean + r, rstd + r, xr, w, b, c, eps, m[r], v[r], &e);
+		ln_finish(o, mean + r, rstd + r, xr, w, b, c, m[r], rs, e);
 	}
 }
 
@@ -666,8 +668,7 @@ __attribute__((target("avx2"))) static void ln_rows8_avx2(float *out, float *mea
 // norm = (x − mean)·rstd, dw += dout·norm, db += dout and
 // dinp += ((w·dout − s1/c) − norm·(s2/c))·rstd, the means rounded to float.
 static void lnb_apply(float *di, float *dw, float *db, const float *d, const float *x, const float *w, long c, float m,
-                      float r, double s1, double s2, long k) {
-	float mean1 = (float)(s1 / (double)c), mean2 = (float)(s2 / (double)c);
+                      float r, float mean1, float mean2, long k) {
 	for (; k < c; k++) {
 		float norm = (x[k] - m) * r;
 		dw[k] += d[k] * norm;
@@ -688,7 +689,7 @@ __attribute__((target("avx2"))) static void lnb_apply8(float *di, float *dw, flo
 		__m256 g = _mm256_sub_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(w + k), dv), M1), _mm256_mul_ps(norm, M2));
 		_mm256_storeu_ps(di + k, _mm256_add_ps(_mm256_loadu_ps(di + k), _mm256_mul_ps(g, R)));
 	}
-	lnb_apply(di, dw, db, d, x, w, c, m, r, s1, s2, k);
+	lnb_apply(di, dw, db, d, x, w, c, m, r, mean1, mean2, k);
 }
 
 static void lnb_sums(const float *x, const float *d, const float *w, long c, float m, float r, double *s1, double *s2) {
@@ -719,10 +720,8 @@ __attribute__((target("avx2"))) static void lnb_sums8(const float *x, const floa
 		_Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
 			__m256 dn = _mm256_mul_ps(_mm256_set1_ps(w[k + j]), td[j]);
 			__m256 t = _mm256_mul_ps(_mm256_mul_ps(dn, _mm256_sub_ps(tx[j], M)), R);
-			a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(dn)));
-			a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(dn, 1)));
-			b0 = _mm256_add_pd(b0, _mm256_cvtps_pd(_mm256_castps256_ps128(t)));
-			b1 = _mm256_add_pd(b1, _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)));
+			add8d(&a0, &a1, dn);
+			add8d(&b0, &b1, t);
 		}
 	}
 	_mm256_storeu_pd(s1, a0);
@@ -754,7 +753,8 @@ void rk_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
 		if (avx2())
 			lnb_apply8(dinp + i * c, dw, db, dout + i * c, x + i * c, w, c, mean[i], rstd[i], s1, s2);
 		else
-			lnb_apply(dinp + i * c, dw, db, dout + i * c, x + i * c, w, c, mean[i], rstd[i], s1, s2, 0);
+			lnb_apply(dinp + i * c, dw, db, dout + i * c, x + i * c, w, c, mean[i], rstd[i], (float)(s1 / (double)c),
+			          (float)(s2 / (double)c), 0);
 	}
 }
 

@@ -704,8 +704,32 @@ func layerNormRef(out, x, w, b []float32, eps float32) (mean, rstd float32) {
 // scalar rows) give layerNormRef's outputs, means and 1/σ bit for bit, at row counts that
 // leave rows to each path and channel counts that leave tails to every loop.
 func TestLayerNormMatchesReference(t *testing.T) {
+	layerNormCases(t, 7, func(name string, r *rand.Rand, x, w, b []float32, n, ch int) {
+		out, mean, rstd := make([]float32, n*ch), make([]float32, n), make([]float32, n)
+		cLayerNorm(out, mean, rstd, x, w, b, n, ch, 1e-5)
+		want := make([]float32, ch)
+		for i := range n {
+			m, s := layerNormRef(want, x[i*ch:(i+1)*ch], w, b, 1e-5)
+			if math.Float32bits(m) != math.Float32bits(mean[i]) || math.Float32bits(s) != math.Float32bits(rstd[i]) {
+				t.Fatalf("%s, row %d: mean, rstd %g %g, reference %g %g", name, i, mean[i], rstd[i], m, s)
+			}
+			for k, v := range want {
+				if got := out[i*ch+k]; math.Float32bits(got) != math.Float32bits(v) {
+					t.Fatalf("%s, row %d element %d: %g, reference %g", name, i, k, got, v)
+				}
+			}
+		}
+	})
+}
+
+// layerNormCases runs check on both paths of the LayerNorm kernels (eight rows in vector
+// lanes, and scalar rows; the vector one only where the processor has AVX2), at row counts
+// that leave rows to each path and channel counts that leave tails to every loop, with rows
+// whose means lie far from 0, where the variance's rounding shows.
+func layerNormCases(t *testing.T, seed uint64, check func(name string, r *rand.Rand, x, w, b []float32, n, ch int)) {
+	t.Helper()
 	defer setAVX2(true)
-	r := rand.New(rand.NewPCG(7, 8))
+	r := rand.New(rand.NewPCG(seed, seed+1))
 	for _, vector := range []bool{true, false} {
 		if vector && !hasAVX2() {
 			continue // the scalar path alone is this processor's
@@ -715,22 +739,9 @@ func TestLayerNormMatchesReference(t *testing.T) {
 			for _, n := range []int{1, 8, 13, 37} {
 				x, w, b := randVec(r, n*ch, 3), randVec(r, ch, 1), randVec(r, ch, 1)
 				for i := range x {
-					x[i] += float32(i/ch%5) * 40 // means far from 0, where the variance's rounding shows
+					x[i] += float32(i/ch%5) * 40
 				}
-				out, mean, rstd := make([]float32, n*ch), make([]float32, n), make([]float32, n)
-				cLayerNorm(out, mean, rstd, x, w, b, n, ch, 1e-5)
-				want := make([]float32, ch)
-				for i := range n {
-					m, s := layerNormRef(want, x[i*ch:(i+1)*ch], w, b, 1e-5)
-					if math.Float32bits(m) != math.Float32bits(mean[i]) || math.Float32bits(s) != math.Float32bits(rstd[i]) {
-						t.Fatalf("vector %v, %d×%d, row %d: mean, rstd %g %g, reference %g %g", vector, n, ch, i, mean[i], rstd[i], m, s)
-					}
-					for k, v := range want {
-						if got := out[i*ch+k]; math.Float32bits(got) != math.Float32bits(v) {
-							t.Fatalf("vector %v, %d×%d, row %d element %d: %g, reference %g", vector, n, ch, i, k, got, v)
-						}
-					}
-				}
+				check(fmt.Sprintf("vector %v, %d×%d", vector, n, ch), r, x, w, b, n, ch)
 			}
 		}
 	}
@@ -760,38 +771,24 @@ func layerNormBackwardRef(di, dw, db, d, x, w []float32, m, r float32) {
 // lanes, the scalar rows) give layerNormBackwardRef's input gradients and dw, db bit for bit,
 // the rows' terms added in row order.
 func TestLayerNormBackwardMatchesReference(t *testing.T) {
-	defer setAVX2(true)
-	r := rand.New(rand.NewPCG(9, 10))
-	for _, vector := range []bool{true, false} {
-		if vector && !hasAVX2() {
-			continue // the scalar path alone is this processor's
+	layerNormCases(t, 9, func(name string, r *rand.Rand, x, w, b []float32, n, ch int) {
+		mean, rstd, y := make([]float32, n), make([]float32, n), make([]float32, ch)
+		for i := range n {
+			mean[i], rstd[i] = layerNormRef(y, x[i*ch:(i+1)*ch], w, b, 1e-5)
 		}
-		setAVX2(vector)
-		for _, ch := range []int{768, 13, 3, 771} {
-			for _, n := range []int{1, 8, 13, 37} {
-				x, w, b := randVec(r, n*ch, 3), randVec(r, ch, 1), randVec(r, ch, 1)
-				for i := range x {
-					x[i] += float32(i/ch%5) * 40
-				}
-				mean, rstd, y := make([]float32, n), make([]float32, n), make([]float32, ch)
-				for i := range n {
-					mean[i], rstd[i] = layerNormRef(y, x[i*ch:(i+1)*ch], w, b, 1e-5)
-				}
-				d := randVec(r, n*ch, 1)
-				di, dw, db := randVec(r, n*ch, 1), randVec(r, ch, 1), randVec(r, ch, 1)
-				wdi, wdw, wdb := append([]float32(nil), di...), append([]float32(nil), dw...), append([]float32(nil), db...)
-				cLayerNormBackward(di, dw, db, d, x, w, mean, rstd, n, ch)
-				for i := range n {
-					layerNormBackwardRef(wdi[i*ch:(i+1)*ch], wdw, wdb, d[i*ch:(i+1)*ch], x[i*ch:(i+1)*ch], w, mean[i], rstd[i])
-				}
-				for name, p := range map[string][2][]float32{"dinp": {di, wdi}, "dw": {dw, wdw}, "db": {db, wdb}} {
-					if i := firstDiff(p[0], p[1]); i >= 0 {
-						t.Fatalf("vector %v, %d×%d: %s[%d] = %g, reference %g", vector, n, ch, name, i, p[0][i], p[1][i])
-					}
-				}
+		d := randVec(r, n*ch, 1)
+		di, dw, db := randVec(r, n*ch, 1), randVec(r, ch, 1), randVec(r, ch, 1)
+		wdi, wdw, wdb := append([]float32(nil), di...), append([]float32(nil), dw...), append([]float32(nil), db...)
+		cLayerNormBackward(di, dw, db, d, x, w, mean, rstd, n, ch)
+		for i := range n {
+			layerNormBackwardRef(wdi[i*ch:(i+1)*ch], wdw, wdb, d[i*ch:(i+1)*ch], x[i*ch:(i+1)*ch], w, mean[i], rstd[i])
+		}
+		for what, p := range map[string][2][]float32{"dinp": {di, wdi}, "dw": {dw, wdw}, "db": {db, wdb}} {
+			if i := firstDiff(p[0], p[1]); i >= 0 {
+				t.Fatalf("%s: %s[%d] = %g, reference %g", name, what, i, p[0][i], p[1][i])
 			}
 		}
-	}
+	})
 }
 
 // TestFill: Fill writes every element, in chunks of ewGrain and, for a zero fill of a buffer
