@@ -425,6 +425,7 @@ type engineGen struct {
 	prompts                   gpt2.Batch
 	promptSlots               []int32
 	first, tokens, slots, pos []int32
+	decodeStart               func() // called as the decode steps begin (nil: nothing)
 }
 
 // newEngineGen prepares generation of group samples for each of the first nPrompts
@@ -467,6 +468,9 @@ func (g *engineGen) once() (sample, error) {
 			}
 			g.tokens[s] = g.first[p]
 		}
+	}
+	if g.decodeStart != nil {
+		g.decodeStart()
 	}
 	t1 := time.Now()
 	for step := range genNew {

@@ -23,7 +23,8 @@
 //	             sequences, 80-token prompts: Prefill of the 8 prompts, ShareSlot with the 64
 //	             slots, 64 Decode steps of one token per sequence, next token = argmax of the
 //	             logits; and the real rollout path at the same shapes (rollout.Sampler.Generate,
-//	             sampled at T=1, logprobs recorded, 64 new tokens = 63 decode steps)
+//	             sampled at T=1, logprobs recorded, 64 new tokens = 63 decode steps); on the
+//	             CPU, the decode steps of 64 and 8 rows again by phase (phases.go)
 //	torchgen     the same greedy generation in PyTorch (bench/torch_generate.py): a
 //	             past_key_values cache grown by torch.cat, one decode step = one forward of 64
 //	             new tokens
@@ -314,11 +315,12 @@ type bench struct {
 	torFwd, torTrain     series
 	untFwd, untTrain     series
 	llmc                 series
-	genPrefill, genDec   series // engine greedy generation, ms
-	gen8Dec              series // the same for 8 sequences (1 prompt × 8), decode ms
-	genBandwidth         series // the memory read bandwidth sampled in the generation rounds (CPU), GB/s
-	genTotal             series // ms of the whole generation
-	sampler              series // rollout.Sampler, tok/s
+	genPrefill, genDec   series                  // engine greedy generation, ms
+	gen8Dec              series                  // the same for 8 sequences (1 prompt × 8), decode ms
+	genPhases            map[string]decodePhases // a decode step by phase, per decode key ("", "8")
+	genBandwidth         series                  // the memory read bandwidth sampled in the generation rounds (CPU), GB/s
+	genTotal             series                  // ms of the whole generation
+	sampler              series                  // rollout.Sampler, tok/s
 	samplerSteps         int
 	catPrefill, catDec   series
 	catTotal             series
@@ -653,6 +655,21 @@ func (b *bench) runGen() {
 		}
 	}
 	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp, eng8, bw)
+	if b.sel["gen"] && b.device == "cpu" && eng.err == nil {
+		b.genPhases = map[string]decodePhases{}
+		for _, d := range []struct {
+			key     string
+			prompts int
+		}{{"", genPrompts}, {"8", 1}} {
+			progress("  decode step by phase, %d rows, each call timed: %d runs", d.prompts*genGroup, b.warmup+b.genRuns)
+			p, err := measureDecodePhases(b.model, b.threads, d.prompts, genGroup, b.warmup, b.genRuns)
+			if err != nil {
+				b.failure("decode phases", err)
+				continue
+			}
+			b.genPhases[d.key] = p
+		}
+	}
 	if bw.run != nil {
 		b.genBandwidth = bw.series(gbps)
 	}
@@ -823,7 +840,8 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				// Cached positions read per step: each prompt once (its samples share it), then
 				// every row's own.
 				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
-				flopMS, byteMS, phaseMS := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
+				fl := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
+				flopMS, byteMS, phaseMS := fl.flop, fl.bytes, fl.phases
 				if d.key != "" {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
@@ -840,6 +858,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				add(ratioRow(gr, "floor.decode_ratio"+d.key, fmt.Sprintf("  engine / floor (the larger), %d rows", d.rows), "target ≤ 1.3", d.eng, floor, false))
 				add(valueRow(gr, "floor.decode_phases"+d.key, fmt.Sprintf("  floor, %d rows, by phase: products + attention", d.rows), "ms", phaseMS, 0))
 				add(ratioRow(gr, "floor.decode_phases_ratio"+d.key, fmt.Sprintf("  engine / floor by phase, %d rows", d.rows), "", d.eng, phaseMS, false))
+				b.decodePhaseRows(gr, d.key, d.rows, fl, add)
 				if memoryBound && d.eng.ok() && d.eng.median() < floor.median() {
 					cacheNote = append(cacheNote, fmt.Sprintf("the decode step of %d rows ran below its memory floor, which counts every byte read from memory: "+
 						"the processor's last-level cache (%s) kept part of the weights from one step to the next", d.rows, lastLevelCache()))
@@ -899,23 +918,33 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 // attention needs the product before it and feeds the one after it, and on two cores that
 // do not share their execution units with a second thread, a core waiting on the cache's
 // bytes computes nothing meanwhile: the phases add.
-func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) (flopMS, byteMS, phaseMS series) {
+func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) decodeFloor {
 	gemm := b.floorRate()
 	productFLOP := float64(rows) * 2 * float64(n)
 	flop := productFLOP + float64(rows)*4*float64(L*C)*meanCtx
 	weightBytes, cacheBytes := 4*float64(n), cached*8*float64(L*C)
-	flopMS, byteMS, phaseMS = skipped("needs the gemm section"), skipped("needs the gemm section"), skipped("needs the gemm section")
+	none := skipped("needs the gemm section")
+	f := decodeFloor{none, none, none, none, none, productFLOP}
 	if gemm.ok() {
-		flopMS = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
+		f.flop = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
 	}
 	if bw, _ := b.bandwidthRate(); bw.ok() {
-		byteMS = measured([]float64{(weightBytes + cacheBytes) / (bw.median() * 1e9) * 1e3})
+		f.bytes = measured([]float64{(weightBytes + cacheBytes) / (bw.median() * 1e9) * 1e3})
+		f.attention = measured([]float64{cacheBytes / (bw.median() * 1e9) * 1e3})
 		if gemm.ok() {
 			products := max(productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9))
-			phaseMS = measured([]float64{(products + cacheBytes/(bw.median()*1e9)) * 1e3})
+			f.products = measured([]float64{products * 1e3})
+			f.phases = measured([]float64{(products + cacheBytes/(bw.median()*1e9)) * 1e3})
 		}
 	}
-	return flopMS, byteMS, phaseMS
+	return f
+}
+
+// decodeFloor is a decode step's floors in ms (decodeFloors): its FLOPs, its bytes, and by
+// phase: the products, attention, and their sum.
+type decodeFloor struct {
+	flop, bytes, products, attention, phases series
+	productFLOP                              float64 // the products' FLOPs
 }
 
 // notes are the observations under the table.
