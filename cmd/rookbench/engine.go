@@ -498,14 +498,7 @@ func argmaxRows(out []int32, logits []float32, v, threads int) {
 		hi := min(rows, lo+per)
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				row := logits[i*v : (i+1)*v]
-				best, arg := row[0], 0
-				for j, x := range row {
-					if x > best {
-						best, arg = x, j
-					}
-				}
-				out[i] = int32(arg)
+				out[i] = rollout.Argmax(logits[i*v : (i+1)*v])
 			}
 		})
 	}

@@ -74,13 +74,7 @@ type sampler struct {
 // pick draws a token from probability row p with uniform u ∈ [0, 1).
 func (s *sampler) pick(p []float32, u float64) int32 {
 	if s.shape.Greedy {
-		best := 0
-		for i, v := range p {
-			if v > p[best] {
-				best = i
-			}
-		}
-		return int32(best)
+		return Argmax(p)
 	}
 	topP := s.shape.TopP > 0 && s.shape.TopP < 1
 	if s.shape.TopK <= 0 && !topP {
