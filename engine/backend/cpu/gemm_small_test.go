@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -321,6 +322,32 @@ func BenchmarkForwardProducts(b *testing.B) {
 				b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(2*float64(s.n*s.ch*s.oc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+		}
+	}
+}
+
+func TestCutColumns(t *testing.T) {
+	var j ntJob
+	if p := j.cutColumns(768, true, 2); p != 7 || !slices.Equal(j.starts[:8], []int32{0, 192, 384, 512, 576, 640, 704, 768}) {
+		t.Errorf("768 columns for 2 workers: %d parts %v", p, j.starts[:p+1])
+	}
+	if p := j.cutColumns(5000, false, 2); p != 1 || j.starts[0] != 0 || j.starts[1] != 5000 {
+		t.Errorf("unsplit: %d parts %v", p, j.starts[:p+1])
+	}
+	for _, tc := range []struct{ n, workers int }{{1, 2}, {64, 2}, {100, 2}, {2304, 2}, {3072, 4}, {50257, 2}, {50257, 16}, {1 << 22, 2}} {
+		p := j.cutColumns(tc.n, true, tc.workers)
+		if p < 1 || p > ntMaxParts || j.starts[0] != 0 || int(j.starts[p]) != tc.n {
+			t.Errorf("%d columns, %d workers: %d parts from %d to %d", tc.n, tc.workers, p, j.starts[0], j.starts[p])
+			continue
+		}
+		for i := range p {
+			size := j.starts[i+1] - j.starts[i]
+			if size <= 0 || (i+1 < p && size%ntColumns != 0) {
+				t.Errorf("%d columns, %d workers: part %d of %d columns", tc.n, tc.workers, i, size)
+			}
+			if i > 0 && i+1 < p && size > j.starts[i]-j.starts[i-1] {
+				t.Errorf("%d columns, %d workers: part %d (%d columns) longer than the one before", tc.n, tc.workers, i, size)
+			}
 		}
 	}
 }

@@ -75,18 +75,47 @@ func (c *CPU) gemm(transA, transB bool, m, n, k int, alpha float32, a []float32,
 }
 
 // ntJob runs the product kernel of gemm_small.c over column ranges: part p computes the
-// output columns [p·size, (p+1)·size), reading only its rows of w; or, when rows is set, over
-// row ranges: part p computes rows [p·rows, (p+1)·rows) over every column.
+// output columns [starts[p], starts[p+1]), reading only its rows of w; or, when rows is set,
+// over row ranges: part p computes rows [p·rows, (p+1)·rows) over every column.
 type ntJob struct {
 	out, a, w     []float32
 	res, bias     []float32 // nil: none
 	gelu          []float32 // not nil: gelu(out) is written here too, a part at a time
 	m, n, k       int
 	lda, ldw, ldo int
-	size          int
+	starts        [ntMaxParts + 1]int32
 	rows          int // > 0: parts are runs of this many rows, each over all columns
 	kern          ntKernel
 	scratch       [][]float32 // per worker, or nil: the kernel copies no blocks
+}
+
+// ntMaxParts bounds the column parts of one product.
+const ntMaxParts = 64
+
+// cutColumns cuts the n columns into parts for workers and returns their number: one part
+// when split is false; else whole grains of ntColumns, each part a quarter of what is left
+// for two workers (1/(2·workers) of it), at least a grain: long runs of w's rows first, then
+// ever shorter ones, so that the workers finish together when one of them started late or
+// was slowed by the rest of the machine (parts of equal size left the other waiting for up
+// to one of them at every product). GPT-2 124M's decode step took 3-9% less time at 64 rows
+// and 4-10% at 8, its forward at 256 rows 1-3% (in-process alternated rounds, the project's
+// AMD EPYC), against four equal parts per worker.
+func (j *ntJob) cutColumns(n int, split bool, workers int) int {
+	if !split {
+		j.starts[0], j.starts[1] = 0, int32(n)
+		return 1
+	}
+	p, at := 0, 0
+	for left := (n + ntColumns - 1) / ntColumns; left > 0; p++ {
+		g := max(1, (left+2*workers-1)/(2*workers))
+		if p == ntMaxParts-1 {
+			g = left
+		}
+		j.starts[p] = int32(at * ntColumns)
+		at, left = at+g, left-g
+	}
+	j.starts[p] = int32(n)
+	return p
 }
 
 func (j *ntJob) run(w, lo, hi int) {
@@ -109,7 +138,7 @@ func (j *ntJob) run(w, lo, hi int) {
 		return
 	}
 	for p := lo; p < hi; p++ {
-		j0, j1 := p*j.size, min(j.n, (p+1)*j.size)
+		j0, j1 := int(j.starts[p]), int(j.starts[p+1])
 		cGemmNT(j.out, j.res, j.a, j.w, j.bias, j.m, j0, j1, j.k, j.lda, j.ldw, j.ldo, j.kern, scratch)
 		if j.gelu != nil {
 			// While the part's output is still in this worker's cache; GELU is elementwise,
@@ -122,33 +151,23 @@ func (j *ntJob) run(w, lo, hi int) {
 // nt computes out (m, n; row stride ldo) = res + (bias + a·wᵀ) (res and bias nil for none; res
 // has out's stride and may be out), a (m, k) and w (n, k) of row strides lda and ldw, and
 // with gelu also gelu(out) into gelu (out's stride), on the pool: each part a run of columns
-// (whole tiles of the kernel), several parts per worker once there are 4 grains of columns
-// per worker, so that a worker slowed by the rest of the machine, or woken late, holds up less.
-// With one part per worker, a decode step's two 768-column products ran at 160-176 GFLOP/s
-// against 200-233 for the wider ones, and the step took 5% longer. A training batch's product
-// (more rows than ntCopyRows, and at least a quarter as many rows as columns) is cut into runs
-// of rows instead, one per worker: split by columns, every part read all of a and, at
-// k = 3072, copied it (5-20% more CPU time for those products at 1198 rows). No result depends
-// on the split, nor on the number of rows.
+// (whole tiles of the kernel), long ones first and short ones last (cutColumns). A training
+// batch's product (more rows than ntCopyRows, and at least a quarter as many rows as
+// columns) is cut into runs of rows instead, one per worker: split by columns, every part
+// read all of a and, at k = 3072, copied it (5-20% more CPU time for those products at 1198
+// rows). No result depends on the split, nor on the number of rows.
 func (c *CPU) nt(out, res, a, w, bias, gelu []float32, m, n, k, lda, ldw, ldo int) {
-	parts := c.pool.workers
-	if m*n*k < gemmMinWork {
-		parts = 1
-	} else if n >= 4*ntColumns*parts {
-		parts *= 4
-	}
-	size := (n + parts - 1) / parts
-	size = (size + ntColumns - 1) / ntColumns * ntColumns
-	c.ntj = ntJob{out: out, res: res, a: a, w: w, bias: bias, gelu: gelu, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, size: size, kern: ntUse}
+	split := c.pool.workers > 1 && m*n*k >= gemmMinWork
+	c.ntj = ntJob{out: out, res: res, a: a, w: w, bias: bias, gelu: gelu, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, kern: ntUse}
 	if ntUse == ntAVX512 && m > ntCopyRows {
 		c.ntj.scratch = c.scratchFor(ntScratch(k))
 	}
-	if parts > 1 && m > ntCopyRows && 4*m >= n {
+	if split && m > ntCopyRows && 4*m >= n {
 		rows := (m + c.pool.workers - 1) / c.pool.workers
 		c.ntj.rows = (rows + 11) / 12 * 12
 		c.pool.run(&c.ntj, (m+c.ntj.rows-1)/c.ntj.rows, 1)
 	} else {
-		c.pool.run(&c.ntj, (n+size-1)/size, 1)
+		c.pool.run(&c.ntj, c.ntj.cutColumns(n, split, c.pool.workers), 1)
 	}
 	c.ntj = ntJob{}
 }
