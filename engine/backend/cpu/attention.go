@@ -222,9 +222,9 @@ func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, 
 			panic("cpu: KVWrite position beyond the cache capacity")
 		}
 		dst := (int(sl[i])*kv.Cap + int(ps[i])) * ch
-		copy(kc[dst:dst+ch], src[i*3*ch+ch:i*3*ch+2*ch])
-		copy(vc[dst:dst+ch], src[i*3*ch+2*ch:i*3*ch+3*ch])
+		_, _, _ = kc[dst:dst+ch], vc[dst:dst+ch], src[i*3*ch:i*3*ch+3*ch] // in bounds, or a panic before C writes
 	}
+	cKVWrite(kc, vc, src, sl, ps, n, ch, kv.Cap)
 }
 
 func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos backend.I32, n, nh, ch int) {

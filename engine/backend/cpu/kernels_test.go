@@ -807,3 +807,44 @@ func TestFill(t *testing.T) {
 		}
 	}
 }
+
+// KVWrite's C copies go only where the checks before them allow: a row whose destination is
+// outside the cache panics, and nothing is written for any row.
+func TestKVWriteBounds(t *testing.T) {
+	c := New(2)
+	const ch, capacity, slots = 16, 4, 2
+	kv := backend.KV{K: c.Alloc(slots * capacity * ch), V: c.Alloc(slots * capacity * ch), Cap: capacity}
+	q := make([]float32, 2*3*ch)
+	for i := range q {
+		q[i] = float32(i + 1)
+	}
+	for _, tc := range []struct {
+		name      string
+		slot, pos []int32
+	}{
+		{"position past the capacity", []int32{0, 1}, []int32{0, capacity}},
+		{"slot past the cache", []int32{0, slots}, []int32{0, 1}},
+		{"negative slot", []int32{0, -1}, []int32{0, 1}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", tc.name)
+				}
+			}()
+			c.KVWrite(kv, buf(c, q), ibuf(c, tc.slot), ibuf(c, tc.pos), 2, ch)
+		}()
+		for _, v := range kv.K.F32() {
+			if v != 0 {
+				t.Fatalf("%s: the cache was written before the panic", tc.name)
+			}
+		}
+	}
+	c.KVWrite(kv, buf(c, q), ibuf(c, []int32{1, 0}), ibuf(c, []int32{3, 2}), 2, ch)
+	k, v := kv.K.F32(), kv.V.F32()
+	for e := range ch {
+		if k[(1*capacity+3)*ch+e] != q[ch+e] || v[(0*capacity+2)*ch+e] != q[3*ch+2*ch+e] {
+			t.Fatalf("channel %d: keys and values not where slot and position put them", e)
+		}
+	}
+}
