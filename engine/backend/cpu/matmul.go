@@ -97,7 +97,7 @@ const ntMaxParts = 64
 // for two workers (1/(2·workers) of it), at least a grain: long runs of w's rows first, then
 // ever shorter ones, so that the workers finish together when one of them started late or
 // was slowed by the rest of the machine (parts of equal size left the other waiting for up
-// to one of them at every product). GPT-2 124M's decode step took 3-9% less time at 64 rows
+// to one of them at every product). GPT-2 124M's decode step took 1-9% less time at 64 rows
 // and 4-10% at 8, its forward at 256 rows 1-3% (in-process alternated rounds, the project's
 // AMD EPYC), against four equal parts per worker.
 func (j *ntJob) cutColumns(n int, split bool, workers int) int {
