@@ -841,23 +841,22 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				// every row's own.
 				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
 				fl := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
-				flopMS, byteMS, phaseMS := fl.flop, fl.bytes, fl.phases
 				if d.key != "" {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
 				}
-				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, b.rateName()), "ms", flopMS, 0)
-				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth (%s)", d.rows, bwName), "ms", byteMS, 0)
+				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, b.rateName()), "ms", fl.flop, 0)
+				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth (%s)", d.rows, bwName), "ms", fl.bytes, 0)
 				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
 				add(br)
-				floor, memoryBound := flopMS, false
-				if byteMS.ok() && (!flopMS.ok() || byteMS.median() > flopMS.median()) {
-					floor, memoryBound = byteMS, true
+				floor, memoryBound := fl.flop, false
+				if fl.bytes.ok() && (!fl.flop.ok() || fl.bytes.median() > fl.flop.median()) {
+					floor, memoryBound = fl.bytes, true
 				}
 				add(ratioRow(gr, "floor.decode_ratio"+d.key, fmt.Sprintf("  engine / floor (the larger), %d rows", d.rows), "target ≤ 1.3", d.eng, floor, false))
-				add(valueRow(gr, "floor.decode_phases"+d.key, fmt.Sprintf("  floor, %d rows, by phase: products + attention", d.rows), "ms", phaseMS, 0))
-				add(ratioRow(gr, "floor.decode_phases_ratio"+d.key, fmt.Sprintf("  engine / floor by phase, %d rows", d.rows), "", d.eng, phaseMS, false))
+				add(valueRow(gr, "floor.decode_phases"+d.key, fmt.Sprintf("  floor, %d rows, by phase: products + attention", d.rows), "ms", fl.phases, 0))
+				add(ratioRow(gr, "floor.decode_phases_ratio"+d.key, fmt.Sprintf("  engine / floor by phase, %d rows", d.rows), "", d.eng, fl.phases, false))
 				b.decodePhaseRows(gr, d.key, d.rows, fl, add)
 				if memoryBound && d.eng.ok() && d.eng.median() < floor.median() {
 					cacheNote = append(cacheNote, fmt.Sprintf("the decode step of %d rows ran below its memory floor, which counts every byte read from memory: "+

@@ -73,6 +73,7 @@ func measureDecodePhases(m *gpt2.Model, threads, nPrompts, group, warmup, runs i
 		return decodePhases{}, err
 	}
 	g.decodeStart = func() { clock.products, clock.attention = 0, 0 }
+	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 / genNew } // per step
 	var step, prod, att, rest []float64
 	for i := range warmup + runs {
 		s, err := g.once()
@@ -82,10 +83,8 @@ func measureDecodePhases(m *gpt2.Model, threads, nPrompts, group, warmup, runs i
 		if i < warmup {
 			continue
 		}
-		ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 / genNew }
-		st := s.decode / genNew
-		step, prod, att = append(step, st), append(prod, ms(clock.products)), append(att, ms(clock.attention))
-		rest = append(rest, st-ms(clock.products)-ms(clock.attention))
+		st, pr, at := s.decode/genNew, ms(clock.products), ms(clock.attention)
+		step, prod, att, rest = append(step, st), append(prod, pr), append(att, at), append(rest, st-pr-at)
 	}
 	return decodePhases{measured(step), measured(prod), measured(att), measured(rest)}, nil
 }
