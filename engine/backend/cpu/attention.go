@@ -193,13 +193,14 @@ type decodeJob struct {
 	slot, pos        []int32
 	shared           []int32 // KV.Shared, nil when no slot shares
 	nh, c, cap       int
+	runs             []int32 // chunk r is rows [runs[r], runs[r+1])
 	scratch          [][]float32
 }
 
 func (j *decodeJob) run(w, lo, hi int) {
 	hd := j.c / j.nh
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	for i := lo; i < hi; i++ {
+	for i := int(j.runs[lo]); i < int(j.runs[hi]); i++ {
 		n, s := int(j.pos[i])+1, int(j.slot[i])
 		src, n1 := s, 0
 		if j.shared != nil {
@@ -210,6 +211,36 @@ func (j *decodeJob) run(w, lo, hi int) {
 		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
 			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nil)
 	}
+}
+
+// decodeRuns cuts a decode step's rows into the pool's chunks, as boundaries into runs: runs
+// of rows next to each other that read one prompt's cached keys and values (a group's
+// samples: the slot that holds the prompt and the slots that share it), so that one worker
+// reads the prompt from memory and its other rows find it in that worker's L2; or, when there
+// are fewer such runs than twice the workers, one row per chunk, so that the workers even
+// out. GPT-2 124M's decode attention at 64 rows (8 prompts × 8 samples) took 14% less time in
+// runs than row by row; at 8 rows of one prompt, runs of 2 or 4 rows took 5-10% more than
+// rows (alternated rounds, the project's AMD EPYC).
+func decodeRuns(runs, slot, shared []int32, workers int) []int32 {
+	runs = append(runs[:0], 0)
+	prompt := func(i int) int32 {
+		if s := slot[i]; shared != nil && shared[2*s+1] > 0 {
+			return shared[2*s]
+		}
+		return slot[i]
+	}
+	for i := 1; i < len(slot); i++ {
+		if prompt(i) != prompt(i-1) {
+			runs = append(runs, int32(i))
+		}
+	}
+	if len(runs) < 2*workers {
+		runs = runs[:0]
+		for i := range slot {
+			runs = append(runs, int32(i))
+		}
+	}
+	return append(runs, int32(len(slot)))
 }
 
 func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, ch int) {
@@ -234,6 +265,8 @@ func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos bac
 	if kv.Shared.M != nil {
 		c.dec.shared = kv.Shared.Ints()
 	}
-	c.pool.run(&c.dec, n, 1)
+	c.decRuns = decodeRuns(c.decRuns, c.dec.slot, c.dec.shared, c.pool.workers)
+	c.dec.runs = c.decRuns
+	c.pool.run(&c.dec, len(c.decRuns)-1, 1)
 	c.dec = decodeJob{}
 }

@@ -33,6 +33,7 @@ type CPU struct {
 	lnPart   []float32 // LayerNorm backward per-chunk dw, db
 	lpSums   []float64 // LogProbs per-row sums
 	fam      []int32   // attention's families of sequences
+	decRuns  []int32   // decode attention's chunks (decodeRuns)
 	scratch  [][]float32
 }
 

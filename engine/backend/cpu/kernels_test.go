@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -452,6 +453,76 @@ func TestAttentionDecodeSharedPrefix(t *testing.T) {
 			c.AttentionDecode(got, q, kv, sl, ps, 1, nh, ch)
 			if e := firstDiff(got.F32(), want.F32()[(pl+k)*ch:(pl+k+1)*ch]); e >= 0 {
 				t.Fatalf("sample %d token %d: decode %g, packed %g", i, k, got.F32()[e], want.F32()[(pl+k)*ch+e])
+			}
+		}
+	}
+}
+
+// TestDecodeRuns: a decode step's chunks are the runs of rows that read one prompt (its own
+// slot, then the slots sharing it) when there are at least twice as many runs as workers,
+// and single rows otherwise.
+func TestDecodeRuns(t *testing.T) {
+	// Slots 0-3 hold prompts; slots 4-11 share them: 4 and 5 share slot 0's, 6-8 slot 1's,
+	// 9 slot 2's, 10 and 11 slot 3's. Slot 12 shares nothing.
+	shared := make([]int32, 2*13)
+	for s, src := range map[int]int32{4: 0, 5: 0, 6: 1, 7: 1, 8: 1, 9: 2, 10: 3, 11: 3} {
+		shared[2*s], shared[2*s+1] = src, 5
+	}
+	for _, c := range []struct {
+		name    string
+		slot    []int32
+		shared  []int32
+		workers int
+		want    []int32
+	}{
+		{"groups", []int32{0, 4, 5, 1, 6, 7, 8, 2, 9, 3, 10, 11}, shared, 2, []int32{0, 3, 7, 9, 12}},
+		{"a group's rows apart", []int32{4, 0, 6, 5, 1, 7, 9, 2, 10}, shared, 2, []int32{0, 2, 3, 4, 6, 8, 9}},
+		{"unshared slots, one run each", []int32{12, 0, 1, 2}, shared, 2, []int32{0, 1, 2, 3, 4}},
+		{"too few runs: rows", []int32{0, 4, 5, 1, 6, 7, 8}, shared, 2, []int32{0, 1, 2, 3, 4, 5, 6, 7}},
+		{"too few runs for 3 workers: rows", []int32{0, 4, 5, 1, 6, 7, 8, 2, 9, 3, 10, 11}, shared, 3, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{"no sharing", []int32{3, 1, 0, 2}, nil, 2, []int32{0, 1, 2, 3, 4}},
+	} {
+		if got := decodeRuns(nil, c.slot, c.shared, c.workers); !slices.Equal(got, c.want) {
+			t.Errorf("%s: runs %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAttentionDecodeInRuns: a step of several prompts' samples, attended in runs of a
+// prompt's rows, gives every row the bits it gets decoded alone.
+func TestAttentionDecodeInRuns(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(31, 32))
+	const nh, ch, capacity, pl, prompts, group = 2, 32, 12, 5, 5, 3
+	slots := prompts * group
+	kv := backend.KV{K: c.Alloc(slots * capacity * ch), V: c.Alloc(slots * capacity * ch), Cap: capacity, Shared: c.AllocI32(2 * slots)}
+	// Sample j of prompt p decodes in slot p·group + j; slot p·group holds the prompt.
+	for p := range prompts {
+		sl, pos := make([]int32, pl), make([]int32, pl)
+		for i := range pl {
+			sl[i], pos[i] = int32(p*group), int32(i)
+		}
+		c.KVWrite(kv, buf(c, randVec(r, pl*3*ch, 1)), ibuf(c, sl), ibuf(c, pos), pl, ch)
+		for j := 1; j < group; j++ {
+			kv.Shared.Ints()[2*(p*group+j)], kv.Shared.Ints()[2*(p*group+j)+1] = int32(p*group), pl
+		}
+	}
+	slot, pos := make([]int32, slots), make([]int32, slots)
+	for step := range 4 {
+		for s := range slots {
+			slot[s], pos[s] = int32(s), int32(pl+step)
+		}
+		q := buf(c, randVec(r, slots*3*ch, 1))
+		c.KVWrite(kv, q, ibuf(c, slot), ibuf(c, pos), slots, ch)
+		if got := decodeRuns(nil, slot, kv.Shared.Ints(), 2); len(got) != prompts+1 {
+			t.Fatalf("runs %v: the step is not cut into its %d prompts' runs", got, prompts)
+		}
+		all := c.Alloc(slots * ch)
+		c.AttentionDecode(all, q, kv, ibuf(c, slot), ibuf(c, pos), slots, nh, ch)
+		for s := range slots {
+			alone := c.Alloc(ch)
+			c.AttentionDecode(alone, q.Slice(s*3*ch, 3*ch), kv, ibuf(c, slot[s:s+1]), ibuf(c, pos[s:s+1]), 1, nh, ch)
+			if e := firstDiff(alone.F32(), all.F32()[s*ch:(s+1)*ch]); e >= 0 {
+				t.Fatalf("step %d slot %d: in the step %g, alone %g", step, s, all.F32()[s*ch+e], alone.F32()[e])
 			}
 		}
 	}
