@@ -200,17 +200,30 @@ type decodeJob struct {
 func (j *decodeJob) run(w, lo, hi int) {
 	hd := j.c / j.nh
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	for i := int(j.runs[lo]); i < int(j.runs[hi]); i++ {
-		n, s := int(j.pos[i])+1, int(j.slot[i])
-		src, n1 := s, 0
-		if j.shared != nil {
-			src, n1 = int(j.shared[2*s]), int(j.shared[2*s+1])
+	end := int(j.runs[hi])
+	for i := int(j.runs[lo]); i < end; i++ {
+		src, n1, n := j.positions(i)
+		base, sbase := int(j.slot[i])*j.cap*j.c, src*j.cap*j.c
+		var nk, nv []float32 // the next row's own keys and values, when this worker runs it
+		if i+1 < end {
+			_, m1, m := j.positions(i + 1)
+			b := int(j.slot[i+1])*j.cap*j.c + m1*j.c
+			nk, nv = j.kc[b:b+(m-m1)*j.c], j.vc[b:b+(m-m1)*j.c]
 		}
-		n1 = min(n1, n)
-		base, sbase := s*j.cap*j.c, src*j.cap*j.c
-		cAttentionDecode(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
-			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nil)
+		cAttentionDecodeAhead(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
+			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nk, nv)
 	}
+}
+
+// positions is row i's: the slot holding its first n1 (its own, or the prompt's it shares),
+// and n in all.
+func (j *decodeJob) positions(i int) (src, n1, n int) {
+	n, s := int(j.pos[i])+1, int(j.slot[i])
+	src = s
+	if j.shared != nil {
+		src, n1 = int(j.shared[2*s]), int(j.shared[2*s+1])
+	}
+	return src, min(n1, n), n
 }
 
 // decodeRuns cuts a decode step's rows into the pool's chunks, as boundaries into runs: runs

@@ -62,6 +62,31 @@ __attribute__((always_inline)) static inline void prefetch_row(const float *r, l
 	for (long o = 0; o < floats; o += 16) _mm_prefetch((const char *)(r + o), _MM_HINT_T0);
 }
 
+// The next row's own keys or values (the next row of a run of one prompt's rows, which the
+// same worker attends: decodeRuns), fetched into L2 while this row runs, a share at each step
+// of a loop: written in earlier steps, they come from memory, and this row's work hides the
+// wait, while the prompt they share is still in L2 from the run's first row. GPT-2 124M's
+// decode attention at 64 rows (8 prompts × 8 samples, 113 positions) took 10% less time with
+// it, in runs, on the sixteen-lane path and 16% on the AVX2 one (alternated rounds, the
+// project's AMD EPYC).
+struct ahead {
+	const char *p;
+	long left, per;
+};
+
+static inline struct ahead ahead_over(const float *p, long floats, long steps) {
+	long lines = p ? (floats + 15) / 16 : 0;
+	return (struct ahead){(const char *)p, lines, steps > 0 ? (lines + steps - 1) / steps : lines};
+}
+
+__attribute__((always_inline)) static inline void ahead_step(struct ahead *a) {
+	for (long e = 0; e < a->per && a->left > 0; e++, a->left--, a->p += 64) _mm_prefetch(a->p, _MM_HINT_T1);
+}
+
+__attribute__((always_inline)) static inline void ahead_rest(struct ahead *a) {
+	for (; a->left > 0; a->left--, a->p += 64) _mm_prefetch(a->p, _MM_HINT_T1);
+}
+
 // Scores of every head against one cached key row, four heads per reduction.
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline void scores(float *s, long n, long j, const float *q,
                                                                        const float *k, long nh, long hd, float scale) {
@@ -78,12 +103,13 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) static inline void sc
 
 // out_h = Σ_j p_j v_{j,h} for three heads of 64 channels at once (twelve independent chains of
 // fused multiply-adds in registers): positions j < n1 from v1, the rest from v2; p holds the
-// three heads' probabilities at a stride of n.
+// three heads' probabilities at a stride of n. av's lines are fetched a share per position.
 __attribute__((target("avx512f,avx512dq"))) static void weigh3x64(float *out, const float *p, long n, const float *v1,
-                                                                   long n1, const float *v2, long ld) {
+                                                                   long n1, const float *v2, long ld, struct ahead *av) {
 	__m512 a[12];
 	_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = _mm512_setzero_ps();
 	for (long j = 0; j < n; j++) {
+		ahead_step(av);
 		const float *v = j < n1 ? v1 + j * ld : v2 + (j - n1) * ld;
 		__m512 x[3] = {_mm512_set1_ps(p[j]), _mm512_set1_ps(p[n + j]), _mm512_set1_ps(p[2 * n + j])};
 		_Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(x[i / 4], _mm512_loadu_ps(v + 16 * i), a[i]);
@@ -130,9 +156,12 @@ __attribute__((target("avx512f,avx512dq"))) static inline void softmax16(float *
 __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *out, const float *q, const float *k1,
                                                                        const float *v1, long n1, const float *k2,
                                                                        const float *v2, long n2, long nh, long hd,
-                                                                       long ld, float scale, float *s, float *lse) {
+                                                                       long ld, float scale, float *s, float *lse,
+                                                                       const float *nk, const float *nv, long nn) {
 	long n = n1 + n2;
+	struct ahead ak = ahead_over(nk, nn, n), av = ahead_over(nv, nn, (nh + 2) / 3 * n);
 	for (long j = 0; j < n; j++) {
+		ahead_step(&ak);
 		long a = j + KEYS_AHEAD;
 		if (a < n) prefetch_row(a < n1 ? k1 + a * ld : k2 + (a - n1) * ld, nh * hd);
 		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
@@ -145,7 +174,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 	long h = 0;
 	if (hd == 64)
 		for (; h + 3 <= nh; h += 3)
-			weigh3x64(out + h * 64, s + h * n, n, v1 + h * 64, n1, v2 + h * 64, ld);
+			weigh3x64(out + h * 64, s + h * n, n, v1 + h * 64, n1, v2 + h * 64, ld, &av);
 	for (; h < nh; h++)
 		for (long e0 = 0; e0 < hd; e0 += 64) {
 			__mmask16 t[4];
@@ -156,6 +185,8 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 			weigh64(a, t, s + h * n + n1, v2 + h * hd + e0, n2, ld);
 			for (int i = 0; i < 4; i++) _mm512_mask_storeu_ps(out + h * hd + e0 + 16 * i, t[i], a[i]);
 		}
+	ahead_rest(&ak);
+	ahead_rest(&av);
 }
 
 // The same arithmetic in eight-float halves (AVX2 and FMA, for processors without AVX-512), as
@@ -239,9 +270,12 @@ __attribute__((target("avx2,fma"), always_inline)) static inline __m256 weigh8(c
 
 __attribute__((target("avx2,fma"))) void rk_attention_decode8(float *out, const float *q, const float *k1, const float *v1,
                                                              long n1, const float *k2, const float *v2, long n2, long nh,
-                                                             long hd, long ld, float scale, float *s, float *lse) {
+                                                             long hd, long ld, float scale, float *s, float *lse,
+                                                             const float *nk, const float *nv, long nn) {
 	long n = n1 + n2;
+	struct ahead ak = ahead_over(nk, nn, n), av = ahead_over(nv, nn, nh * n);
 	for (long j = 0; j < n; j++) {
+		ahead_step(&ak);
 		long a = j + KEYS_AHEAD;
 		if (a < n) {
 			const float *r = a < n1 ? k1 + a * ld : k2 + (a - n1) * ld;
@@ -261,6 +295,7 @@ __attribute__((target("avx2,fma"))) void rk_attention_decode8(float *out, const 
 			__m256 a[8];
 			_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
 			for (long j = 0; j < n; j++) {
+				ahead_step(&av);
 				const float *v = (j < n1 ? v1 + j * ld : v2 + (j - n1) * ld) + h * 64;
 				__m256 x = _mm256_set1_ps(p[j]);
 				_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) a[i] = _mm256_fmadd_ps(x, _mm256_loadu_ps(v + 8 * i), a[i]);
@@ -275,6 +310,8 @@ __attribute__((target("avx2,fma"))) void rk_attention_decode8(float *out, const 
 			out[h * hd + e] = a;
 		}
 	}
+	ahead_rest(&ak);
+	ahead_rest(&av);
 }
 
 static inline float max_or_nan(float a, float b) { return b > a || b != b ? b : a; }

@@ -467,10 +467,16 @@ static float dot(const float *a, const float *b, long n) {
 // attention is the same bits on any x86-64 machine.
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse) {
+	rk_attention_decode_ahead(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, 0, 0, 0);
+}
+
+void rk_attention_decode_ahead(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                               const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch,
+                               float *lse, const float *nk, const float *nv, long nn) {
 	if (rk_decode16())
-		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
+		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nk, nv, nn);
 	else if (avx2() && rk_has_avx2_fma())
-		rk_attention_decode8(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
+		rk_attention_decode8(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nk, nv, nn);
 	else
 		rk_attention_decode_ref(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
 }

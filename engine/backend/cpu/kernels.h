@@ -31,16 +31,24 @@ float rk_softmax(float *out, const float *x, long n, float scale, double *s);
 void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 
-// rk_attention_decode in sixteen lanes (AVX-512, decode_attention.c), which rk_attention_decode
-// runs when rk_decode16 says the processor has it (and rk_set_decode16 has not switched it
-// off); rk_attention_decode_ref is its arithmetic in portable C, bit for bit.
+// rk_attention_decode, fetching into L2 meanwhile the nn floats of keys at nk and of values at
+// nv (nk and nv NULL: none): the next row's own, which it reads from memory.
+void rk_attention_decode_ahead(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                               const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch,
+                               float *lse, const float *nk, const float *nv, long nn);
+
+// rk_attention_decode_ahead in sixteen lanes (AVX-512, decode_attention.c), which it runs when
+// rk_decode16 says the processor has it (and rk_set_decode16 has not switched it off);
+// rk_attention_decode_ref is its arithmetic in portable C, bit for bit.
 void rk_attention_decode16(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                           const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
+                           const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse,
+                           const float *nk, const float *nv, long nn);
 void rk_attention_decode_ref(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
                              const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
 // rk_attention_decode16's arithmetic in eight-float halves (AVX2 and FMA), bit for bit.
 void rk_attention_decode8(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse);
+                          const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse,
+                          const float *nk, const float *nv, long nn);
 int rk_decode16(void);
 void rk_set_decode16(int on);
 
