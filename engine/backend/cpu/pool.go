@@ -18,6 +18,7 @@ type job interface {
 type pool struct {
 	workers int
 	wake    []chan struct{}
+	nudge   chan struct{} // the no-op goroutines' (see run)
 	done    sync.WaitGroup
 
 	j      job
@@ -31,7 +32,13 @@ func newPool(workers int) *pool {
 	if workers < 1 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	p := &pool{workers: workers}
+	p := &pool{workers: workers, nudge: make(chan struct{})}
+	for range min(workers-1, 1) * nudgers {
+		go func() {
+			for range p.nudge {
+			}
+		}()
+	}
 	for w := 1; w < workers; w++ {
 		ch := make(chan struct{})
 		p.wake = append(p.wake, ch)
@@ -44,6 +51,9 @@ func newPool(workers int) *pool {
 	}
 	return p
 }
+
+// nudgers is the number of no-op goroutines a pool with helpers keeps (see run).
+const nudgers = 4
 
 // chunkCount is the number of chunks n items make at the given grain.
 func chunkCount(n, grain int) int { return (n + grain - 1) / grain }
@@ -74,11 +84,17 @@ func (p *pool) run(j job, n, grain int) {
 	// there only after a 3 µs sleep (runqgrab in the runtime's proc.go, which expects the
 	// sender to block at once and run it here). On the project's 2-core VM that sleep, with
 	// the idle processor halting and waking around it, started a parked helper a median of
-	// 97 µs after the send. A new goroutine takes the runnext slot and moves the helper to
-	// the run queue, which an idle P takes from at once: 23 µs (BenchmarkPoolWake). It does
-	// nothing, and runs when this one waits below. GPT-2 124M's forward took 6% less time,
-	// a decode step 2-3% (alternated rounds in one process).
-	go func() {}()
+	// 97 µs after the send. Waking one more goroutine, which does nothing, takes the runnext
+	// slot and moves the helper to the run queue, which an idle P takes from at once: 23-29 µs
+	// (BenchmarkPoolWake). GPT-2 124M's forward took 6% less time, a decode step 2-3%
+	// (alternated rounds in one process). The no-op goroutines wait on a channel: started
+	// anew, they raised a train step's heap allocations (the runtime's own) from 2 to 22;
+	// parked, to 6. One not run since its last wake-up is not waiting, and there are enough
+	// of them that one is.
+	select {
+	case p.nudge <- struct{}{}:
+	default:
+	}
 	p.work(0)
 	p.done.Wait()
 	p.j = nil
