@@ -929,11 +929,12 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 	}
 	if bw, _ := b.bandwidthRate(); bw.ok() {
 		f.bytes = measured([]float64{(weightBytes + cacheBytes) / (bw.median() * 1e9) * 1e3})
-		f.attention = measured([]float64{cacheBytes / (bw.median() * 1e9) * 1e3})
+		attention := cacheBytes / (bw.median() * 1e9) * 1e3
+		f.attention = measured([]float64{attention})
 		if gemm.ok() {
-			products := max(productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9))
-			f.products = measured([]float64{products * 1e3})
-			f.phases = measured([]float64{(products + cacheBytes/(bw.median()*1e9)) * 1e3})
+			products := max(productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9)) * 1e3
+			f.products = measured([]float64{products})
+			f.phases = measured([]float64{products + attention})
 		}
 	}
 	return f

@@ -202,28 +202,27 @@ func (j *decodeJob) run(w, lo, hi int) {
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	end := int(j.runs[hi])
 	for i := int(j.runs[lo]); i < end; i++ {
-		src, n1, n := j.positions(i)
-		base, sbase := int(j.slot[i])*j.cap*j.c, src*j.cap*j.c
+		src, n1, n, own := j.rowKV(i)
 		var nk, nv []float32 // the next row's own keys and values, when this worker runs it
 		if i+1 < end {
-			_, m1, m := j.positions(i + 1)
-			b := int(j.slot[i+1])*j.cap*j.c + m1*j.c
-			nk, nv = j.kc[b:b+(m-m1)*j.c], j.vc[b:b+(m-m1)*j.c]
+			_, m1, m, o := j.rowKV(i + 1)
+			nk, nv = j.kc[o:o+(m-m1)*j.c], j.vc[o:o+(m-m1)*j.c]
 		}
+		sbase := src * j.cap * j.c
 		cAttentionDecodeAhead(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
-			j.kc[base+n1*j.c:], j.vc[base+n1*j.c:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nk, nv)
+			j.kc[own:], j.vc[own:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nk, nv)
 	}
 }
 
-// positions is row i's: the slot holding its first n1 (its own, or the prompt's it shares),
-// and n in all.
-func (j *decodeJob) positions(i int) (src, n1, n int) {
+// rowKV is row i's cached positions: n in all, the first n1 in slot src (its own, or the
+// prompt's it shares), the rest its own from offset own of the cache.
+func (j *decodeJob) rowKV(i int) (src, n1, n, own int) {
 	n, s := int(j.pos[i])+1, int(j.slot[i])
 	src = s
 	if j.shared != nil {
-		src, n1 = int(j.shared[2*s]), int(j.shared[2*s+1])
+		src, n1 = int(j.shared[2*s]), min(int(j.shared[2*s+1]), n)
 	}
-	return src, min(n1, n), n
+	return src, n1, n, (s*j.cap + n1) * j.c
 }
 
 // decodeRuns cuts a decode step's rows into the pool's chunks, as boundaries into runs: runs

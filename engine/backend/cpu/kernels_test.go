@@ -516,13 +516,19 @@ func TestAttentionDecodeInRuns(t *testing.T) {
 		if got := decodeRuns(nil, slot, kv.Shared.Ints(), 2); len(got) != prompts+1 {
 			t.Fatalf("runs %v: the step is not cut into its %d prompts' runs", got, prompts)
 		}
-		all := c.Alloc(slots * ch)
-		c.AttentionDecode(all, q, kv, ibuf(c, slot), ibuf(c, pos), slots, nh, ch)
+		alone := make([]float32, slots*ch)
 		for s := range slots {
-			alone := c.Alloc(ch)
-			c.AttentionDecode(alone, q.Slice(s*3*ch, 3*ch), kv, ibuf(c, slot[s:s+1]), ibuf(c, pos[s:s+1]), 1, nh, ch)
-			if e := firstDiff(alone.F32(), all.F32()[s*ch:(s+1)*ch]); e >= 0 {
-				t.Fatalf("step %d slot %d: in the step %g, alone %g", step, s, all.F32()[s*ch+e], alone.F32()[e])
+			out := c.Alloc(ch)
+			c.AttentionDecode(out, q.Slice(s*3*ch, 3*ch), kv, ibuf(c, slot[s:s+1]), ibuf(c, pos[s:s+1]), 1, nh, ch)
+			copy(alone[s*ch:], out.F32())
+		}
+		// 1 and 2 workers take the step in runs, 3 row by row (5 runs are fewer than 6).
+		for threads := 1; threads <= 3; threads++ {
+			ct := New(threads)
+			all := ct.Alloc(slots * ch)
+			ct.AttentionDecode(all, q, kv, ibuf(ct, slot), ibuf(ct, pos), slots, nh, ch)
+			if e := firstDiff(all.F32(), alone); e >= 0 {
+				t.Fatalf("step %d, %d threads, element %d: in the step %g, alone %g", step, threads, e, all.F32()[e], alone[e])
 			}
 		}
 	}

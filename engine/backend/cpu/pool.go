@@ -33,11 +33,13 @@ func newPool(workers int) *pool {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	p := &pool{workers: workers, nudge: make(chan struct{})}
-	for range min(workers-1, 1) * nudgers {
-		go func() {
-			for range p.nudge {
-			}
-		}()
+	if workers > 1 {
+		for range nudgers {
+			go func() {
+				for range p.nudge {
+				}
+			}()
+		}
 	}
 	for w := 1; w < workers; w++ {
 		ch := make(chan struct{})
