@@ -225,12 +225,13 @@ func TestAlternate(t *testing.T) {
 		}}
 	}
 	a, b, c := mk("a", 1, 0), mk("b", 2, 0), mk("c", 3, 2)
+	b.repeat = 2 // twice in each round
 	off := &contender{name: "off"}
 	alternate("test", 1, 2, a, off, b, c)
-	if want := []string{"a", "b", "c", "a", "b", "c", "a", "b"}; !slices.Equal(order, want) {
+	if want := []string{"a", "b", "b", "c", "a", "b", "b", "c", "a", "b", "b"}; !slices.Equal(order, want) {
 		t.Errorf("order %v, want %v", order, want)
 	}
-	if len(a.runs) != 2 || len(b.runs) != 2 || c.err == nil || off.runs != nil {
+	if len(a.runs) != 2 || len(b.runs) != 4 || c.err == nil || off.runs != nil {
 		t.Errorf("runs a %d b %d, c err %v", len(a.runs), len(b.runs), c.err)
 	}
 	if s := c.series(func(s sample) float64 { return s.prefill }); s.ok() {

@@ -76,6 +76,7 @@ func measureDecodePhases(m *gpt2.Model, threads, nPrompts, group, warmup, runs i
 	ms := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 / genNew } // per step
 	var step, prod, att, rest []float64
 	for i := range warmup + runs {
+		collect()
 		s, err := g.once()
 		if err != nil {
 			return decodePhases{}, err
