@@ -210,7 +210,7 @@ func (j *decodeJob) run(w, lo, hi int) {
 		}
 		sbase := src * j.cap * j.c
 		cAttentionDecodeAhead(j.out[i*j.c:][:j.c], j.qkv[i*3*j.c:][:j.c], j.kc[sbase:], j.vc[sbase:], n1,
-			j.kc[own:], j.vc[own:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nk, nv)
+			j.kc[own:], j.vc[own:], n-n1, j.nh, hd, j.c, scale, j.scratch[w][:n*j.nh], nil, nk, nv)
 	}
 }
 
@@ -218,11 +218,19 @@ func (j *decodeJob) run(w, lo, hi int) {
 // prompt's it shares), the rest its own from offset own of the cache.
 func (j *decodeJob) rowKV(i int) (src, n1, n, own int) {
 	n, s := int(j.pos[i])+1, int(j.slot[i])
-	src = s
 	if j.shared != nil {
-		src, n1 = int(j.shared[2*s]), min(int(j.shared[2*s+1]), n)
+		n1 = min(int(j.shared[2*s+1]), n)
 	}
-	return src, n1, n, (s*j.cap + n1) * j.c
+	return int(promptSlot(j.slot[i], j.shared)), n1, n, (s*j.cap + n1) * j.c
+}
+
+// promptSlot is the slot whose cached positions slot reads first: the one it shares a prompt
+// with (KV.Shared, nil when no slot shares), or its own.
+func promptSlot(slot int32, shared []int32) int32 {
+	if shared != nil && shared[2*slot+1] > 0 {
+		return shared[2*slot]
+	}
+	return slot
 }
 
 // decodeRuns cuts a decode step's rows into the pool's chunks, as boundaries into runs: runs
@@ -235,14 +243,8 @@ func (j *decodeJob) rowKV(i int) (src, n1, n, own int) {
 // rows (alternated rounds, the project's AMD EPYC).
 func decodeRuns(runs, slot, shared []int32, workers int) []int32 {
 	runs = append(runs[:0], 0)
-	prompt := func(i int) int32 {
-		if s := slot[i]; shared != nil && shared[2*s+1] > 0 {
-			return shared[2*s]
-		}
-		return slot[i]
-	}
 	for i := 1; i < len(slot); i++ {
-		if prompt(i) != prompt(i-1) {
+		if promptSlot(slot[i], shared) != promptSlot(slot[i-1], shared) {
 			runs = append(runs, int32(i))
 		}
 	}

@@ -80,19 +80,18 @@ func cSoftmax(out, x []float32, scale float32, s *float64) float32 {
 // cAttentionDecode attends over n1 positions at k1, v1 then n2 at k2, v2 (row stride ld);
 // lse (nh floats, or nil) receives each head's log-sum-exp.
 func cAttentionDecode(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch, lse []float32) {
-	C.rk_attention_decode(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
-		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch), lsePtr(lse, nh))
+	cAttentionDecodeAhead(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nil, nil)
 }
 
 // cAttentionDecodeAhead is cAttentionDecode fetching nk and nv (the next row's own keys and
 // values; empty: none) into L2 meanwhile.
-func cAttentionDecodeAhead(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch, nk, nv []float32) {
+func cAttentionDecodeAhead(out, q, k1, v1 []float32, n1 int, k2, v2 []float32, n2, nh, hd, ld int, scale float32, scratch, lse, nk, nv []float32) {
 	var pk, pv *C.float
 	if len(nk) > 0 {
 		pk, pv = fptr(nk), fptr(nv[:len(nk)])
 	}
 	C.rk_attention_decode_ahead(fptr(out), fptr(q), fptr(k1), fptr(v1), C.long(n1), fptr(k2), fptr(v2), C.long(n2),
-		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch), nil, pk, pv, C.long(len(nk)))
+		C.long(nh), C.long(hd), C.long(ld), C.float(scale), fptr(scratch), lsePtr(lse, nh), pk, pv, C.long(len(nk)))
 }
 
 // cAttentionDecodeRef is cAttentionDecode's sixteen-lane arithmetic in portable C.
