@@ -170,9 +170,9 @@ def kernel_info():
     """Which kernels torch's own operators dispatch to (its CPU capability) and the oneDNN
     version it carries, from torch.__config__.show()."""
     cfg = torch.__config__.show()
-    cap = re.search(r"CPU capability usage: (\S+)", cfg)
+    cap = re.search(r"CPU capability usage: (.+)", cfg)  # AVX2, AVX512 or "NO AVX"
     dnn = re.search(r"MKL-DNN (v[\d.]+)", cfg)
-    return (cap.group(1) if cap else ""), (dnn.group(1) if dnn else "")
+    return (cap.group(1).strip() if cap else ""), (dnn.group(1) if dnn else "")
 
 
 def env_info(model, threads, init_s):

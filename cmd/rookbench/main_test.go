@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,7 +116,7 @@ func TestTorchEnv(t *testing.T) {
 	t.Setenv("OMP_WAIT_POLICY", "ACTIVE") // what the caller has must not reach the tuned run
 	base := []string{"A=1", "OMP_WAIT_POLICY=ACTIVE", "OPENBLAS_CORETYPE=Prescott", "B=2"}
 	tuned := torchPeer{tuned: true, coreType: "Cooperlake", capability: "AVX512"}
-	if got := torchEnv(base, tuned); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Cooperlake", "ATEN_CPU_CAPABILITY=AVX512", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}) {
+	if got := torchEnv(base, tuned); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Cooperlake", "ATEN_CPU_CAPABILITY=avx512", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}) {
 		t.Errorf("tuned env %v", got)
 	}
 	if got := torchEnv(base, torchPeer{}); !slices.Equal(got, []string{"A=1", "OPENBLAS_CORETYPE=Prescott", "B=2"}) {
@@ -123,8 +124,36 @@ func TestTorchEnv(t *testing.T) {
 	}
 	// The engine capped at AVX2: the peer runs AVX2 kernels in its operators, its BLAS and oneDNN.
 	capped := torchPeer{tuned: true, coreType: "Haswell", capability: "AVX2", capped: true}
-	if got := torchEnv(append(base, "ONEDNN_MAX_CPU_ISA=AVX512_CORE"), capped); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Haswell", "ATEN_CPU_CAPABILITY=AVX2", "ONEDNN_MAX_CPU_ISA=AVX2", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}) {
+	if got := torchEnv(append(base, "ONEDNN_MAX_CPU_ISA=AVX512_CORE"), capped); !slices.Equal(got, []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Haswell", "ATEN_CPU_CAPABILITY=avx2", "ONEDNN_MAX_CPU_ISA=AVX2", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}) {
 		t.Errorf("capped env %v", got)
+	}
+}
+
+// TestTorchCapabilityReal holds the tuned peer's environment to the torch it runs: each
+// operator kernel family asked for (AVX-512 where the processor has it) is the one torch
+// reports it dispatches to, read by the scripts' own kernel_info.
+func TestTorchCapabilityReal(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import torch").Run(); err != nil {
+		t.Skipf("needs %s with torch (Debian's python3-torch, which `make bench` installs): %v", python, err)
+	}
+	caps := []string{"AVX2", "DEFAULT"}
+	if cpuHas("avx512f") {
+		caps = append(caps, "AVX512")
+	}
+	want := map[string]string{"AVX2": "AVX2", "AVX512": "AVX512", "DEFAULT": "NO AVX"}
+	for _, c := range caps {
+		cmd := exec.Command(python, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import torch_gpt2; print(torch_gpt2.kernel_info()[0])", "../../bench")
+		cmd.Env = torchEnv(os.Environ(), torchPeer{tuned: true, capability: c})
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, &stderr)
+		}
+		if got := strings.TrimSpace(string(out)); got != want[c] {
+			t.Errorf("asked for %s, torch reports %q\n%s", c, got, &stderr)
+		}
 	}
 }
 
@@ -148,10 +177,15 @@ func TestHugeMalloc(t *testing.T) {
 }
 
 // fakeTorch is a stand-in for a PyTorch script in --serve mode (a shell script, run with sh
-// as the interpreter).
+// as the interpreter). It reads ATEN_CPU_CAPABILITY as torch 1.13 does: lower case only,
+// anything else ignored with a warning.
 const fakeTorch = `echo "progress on stderr" >&2
 echo "a library's stdout noise"
-echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"glibc_tunables\": \"$GLIBC_TUNABLES\", \"cpu_capability\": \"${ATEN_CPU_CAPABILITY:-AVX2}\", \"params\": 5}"
+case "$ATEN_CPU_CAPABILITY" in
+  avx512) cap=AVX512 ;; default) cap="NO AVX" ;; avx2|"") cap=AVX2 ;;
+  *) echo "ignoring invalid value for ATEN_CPU_CAPABILITY: $ATEN_CPU_CAPABILITY" >&2; cap=AVX2 ;;
+esac
+echo "{\"ready\": true, \"torch\": \"9.9\", \"threads\": $3, \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"glibc_tunables\": \"$GLIBC_TUNABLES\", \"cpu_capability\": \"$cap\", \"params\": 5}"
 while read op; do
   case $op in
     forward) echo "{\"op\": \"forward\", \"ms\": 12.5, \"cpu_ms\": 20, \"sys_ms\": 1}" ;;

@@ -42,7 +42,7 @@ func (ti torchInfo) degraded() string {
 	switch {
 	case strings.EqualFold(ti.BLASCore, "prescott"):
 		return fmt.Sprintf("its OpenBLAS (%s) runs its Prescott (SSE3) kernels", ti.BLAS)
-	case strings.EqualFold(ti.Capability, "default"):
+	case strings.EqualFold(ti.Capability, "default"), strings.EqualFold(ti.Capability, "NO AVX"):
 		return "torch's operators run their scalar (DEFAULT) kernels"
 	}
 	return ""
@@ -56,7 +56,7 @@ func (ti torchInfo) degraded() string {
 type torchPeer struct {
 	tuned      bool
 	coreType   string // OPENBLAS_CORETYPE; "" leaves it to OpenBLAS
-	capability string // ATEN_CPU_CAPABILITY; "" leaves it to torch
+	capability string // the operators' kernels as torch names them (AVX2, AVX512, DEFAULT); "" leaves it to torch
 	capped     bool   // the engine's kernels are capped at AVX2: oneDNN is too (ONEDNN_MAX_CPU_ISA)
 }
 
@@ -90,7 +90,9 @@ func torchEnv(base []string, peer torchPeer) []string {
 			env = append(env, "OPENBLAS_CORETYPE="+peer.coreType)
 		}
 		if peer.capability != "" {
-			env = append(env, "ATEN_CPU_CAPABILITY="+peer.capability)
+			// torch reads only lower case here ("avx2", "avx512", "default"); any other
+			// spelling is ignored with a warning and the process runs its default kernels.
+			env = append(env, "ATEN_CPU_CAPABILITY="+strings.ToLower(peer.capability))
 		}
 		if peer.capped {
 			env = append(env, "ONEDNN_MAX_CPU_ISA=AVX2")
