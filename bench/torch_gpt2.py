@@ -175,6 +175,27 @@ def kernel_info():
     return (cap.group(1).strip() if cap else ""), (dnn.group(1) if dnn else "")
 
 
+# oneDNN's dnnl_cpu_isa_t (dnnl_types.h, v2.x), named as ONEDNN_MAX_CPU_ISA takes them.
+ONEDNN_ISAS = {0x1: "SSE41", 0x3: "AVX", 0x7: "AVX2", 0xF: "AVX512_MIC", 0x1F: "AVX512_MIC_4OPS",
+               0x27: "AVX512_CORE", 0x67: "AVX512_CORE_VNNI", 0xE7: "AVX512_CORE_BF16",
+               0x3E7: "AVX512_CORE_AMX", 0x407: "AVX2_VNNI"}
+
+
+def onednn_isa():
+    """The instruction set oneDNN's kernels use in this process (after ONEDNN_MAX_CPU_ISA), asked
+    of the oneDNN library torch loaded; "" where it cannot be asked."""
+    with open("/proc/self/maps") as f:
+        paths = [line.split()[-1] for line in f if "libdnnl" in line or "libmkldnn" in line]
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+            isa = lib.dnnl_get_effective_cpu_isa()
+        except (OSError, AttributeError):
+            continue
+        return ONEDNN_ISAS.get(isa, hex(isa))
+    return ""
+
+
 def env_info(model, threads, init_s):
     """What the JSON says about the process besides its timings."""
     blas, core = blas_info()
@@ -190,6 +211,7 @@ def env_info(model, threads, init_s):
         "blas_core": core,
         "cpu_capability": cap,
         "onednn": dnn,
+        "onednn_isa": onednn_isa(),
         "params": num_params(model),
         "init_s": init_s,
     }

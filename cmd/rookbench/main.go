@@ -1079,7 +1079,11 @@ func (b *bench) kernelsLine() string {
 	seen := map[string]bool{}
 	var sides []string
 	for _, ti := range b.torchInfo {
-		d := fmt.Sprintf("torch: OpenBLAS %s kernels (OPENBLAS_CORETYPE=%q), operators %s, oneDNN %s, GLIBC_TUNABLES=%q", ti.BLASCore, ti.CoreType, ti.Capability, ti.OneDNN, ti.Tunables)
+		dnn := ti.OneDNN
+		if ti.OneDNNISA != "" {
+			dnn += " " + ti.OneDNNISA
+		}
+		d := fmt.Sprintf("torch: OpenBLAS %s kernels (OPENBLAS_CORETYPE=%q), operators %s, oneDNN %s, GLIBC_TUNABLES=%q", ti.BLASCore, ti.CoreType, ti.Capability, dnn, ti.Tunables)
 		if !seen[d] {
 			seen[d] = true
 			sides = append(sides, d)

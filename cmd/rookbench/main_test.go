@@ -131,28 +131,41 @@ func TestTorchEnv(t *testing.T) {
 
 // TestTorchCapabilityReal holds the tuned peer's environment to the torch it runs: each
 // operator kernel family asked for (AVX-512 where the processor has it) is the one torch
-// reports it dispatches to, read by the scripts' own kernel_info.
+// reports it dispatches to, and a peer capped at AVX2 has oneDNN's kernels capped too, as the
+// scripts' own kernel_info and onednn_isa read them.
 func TestTorchCapabilityReal(t *testing.T) {
 	const python = "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import torch").Run(); err != nil {
 		t.Skipf("needs %s with torch (Debian's python3-torch, which `make bench` installs): %v", python, err)
 	}
-	caps := []string{"AVX2", "DEFAULT"}
-	if cpuHas("avx512f") {
-		caps = append(caps, "AVX512")
+	const probe = "import sys; sys.path.insert(0, sys.argv[1]); import torch_gpt2; print(torch_gpt2.kernel_info()[0] + '|' + torch_gpt2.onednn_isa())"
+	type tc struct {
+		peer          torchPeer
+		want, wantDNN string // wantDNN "": whatever oneDNN finds
 	}
-	want := map[string]string{"AVX2": "AVX2", "AVX512": "AVX512", "DEFAULT": "NO AVX"}
-	for _, c := range caps {
-		cmd := exec.Command(python, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import torch_gpt2; print(torch_gpt2.kernel_info()[0])", "../../bench")
-		cmd.Env = torchEnv(os.Environ(), torchPeer{tuned: true, capability: c})
+	cases := []tc{
+		{torchPeer{tuned: true, capability: "AVX2"}, "AVX2", ""},
+		{torchPeer{tuned: true, capability: "DEFAULT"}, "NO AVX", ""},
+		{torchPeer{tuned: true, capability: "AVX2", capped: true}, "AVX2", "AVX2"},
+	}
+	if cpuHas("avx512f") {
+		cases = append(cases, tc{torchPeer{tuned: true, capability: "AVX512"}, "AVX512", ""})
+	}
+	for _, c := range cases {
+		cmd := exec.Command(python, "-c", probe, "../../bench")
+		cmd.Env = torchEnv(os.Environ(), c.peer)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", c, err, &stderr)
+			t.Fatalf("%+v: %v\n%s", c.peer, err, &stderr)
 		}
-		if got := strings.TrimSpace(string(out)); got != want[c] {
-			t.Errorf("asked for %s, torch reports %q\n%s", c, got, &stderr)
+		got, dnn, _ := strings.Cut(strings.TrimSpace(string(out)), "|")
+		if got != c.want {
+			t.Errorf("asked for %s, torch reports %q\n%s", c.peer.capability, got, &stderr)
+		}
+		if dnn == "" || c.wantDNN != "" && dnn != c.wantDNN {
+			t.Errorf("%+v: oneDNN runs %q, want %q", c.peer, dnn, c.wantDNN)
 		}
 	}
 }

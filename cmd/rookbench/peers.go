@@ -32,7 +32,8 @@ type torchInfo struct {
 	BLAS          string  `json:"blas"`              // the BLAS library it loaded
 	BLASCore      string  `json:"blas_core"`         // the processor family whose kernels that OpenBLAS runs
 	Capability    string  `json:"cpu_capability"`    // the kernels torch's own operators dispatch to
-	OneDNN        string  `json:"onednn"`
+	OneDNN        string  `json:"onednn"`            // its version
+	OneDNNISA     string  `json:"onednn_isa"`        // the instructions its kernels use (ONEDNN_MAX_CPU_ISA's names)
 	Params        int     `json:"params"`
 	InitS         float64 `json:"init_s"`
 }
