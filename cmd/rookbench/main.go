@@ -914,7 +914,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	if b.device != "cpu" {
 		b.devMemRows(add)
 	}
-	rep.Rows = flagDegraded(rows, b.torchInfo)
+	rep.Rows = flagLooseFloors(flagDegraded(rows, b.torchInfo))
 	proc := m.CPU
 	if d := b.deviceName(); d != "" {
 		proc, _, _ = strings.Cut(d, " (") // the GPU the figures are of, not the host
@@ -1117,6 +1117,37 @@ func flagDegraded(rows []Row, infos []torchInfo) []Row {
 	return rows
 }
 
+// flagLooseFloors marks the decode steps' ratios whose floors the run itself shows to be
+// too slow: a phase of the step, timed in the clocked runs, that took less time than its own
+// floor (ratio below 1) can only mean that the rate its floor assumes (SGEMM or bandwidth,
+// the fastest median of the run's samples) was measured while the machine was slower than
+// when the step ran. The step's ratio against the same rates then reads too low.
+func flagLooseFloors(rows []Row) []Row {
+	byKey := map[string]Row{}
+	for _, r := range rows {
+		byKey[r.Key] = r
+	}
+	for _, d := range []string{"", "8"} {
+		var below []string
+		for _, ph := range []struct{ key, name string }{{"floor.decode_products_ratio", "products"}, {"floor.decode_attention_ratio", "attention"}} {
+			if r, ok := byKey[ph.key+d]; ok && r.Median != nil && *r.Median < 1 {
+				below = append(below, fmt.Sprintf("its %s took %.2fx of their floor", ph.name, *r.Median))
+			}
+		}
+		if len(below) == 0 {
+			continue
+		}
+		why := "LOOSE FLOOR (" + strings.Join(below, ", ") + " in the clocked runs: the floor's rates were measured while the machine was slower than when the step ran, so this ratio reads low)."
+		for i, r := range rows {
+			if r.Key == "floor.decode_ratio"+d || r.Key == "floor.decode_phases_ratio"+d {
+				rows[i].Note = strings.TrimSpace(why + " " + r.Note)
+				rows[i].Loose = true
+			}
+		}
+	}
+	return rows
+}
+
 // summaryKeys are the ratios make bench ends with, by stable key.
 var summaryKeys = []struct{ key, name string }{
 	{"floor.forward_ratio", "forward"}, {"floor.train_ratio", "train"},
@@ -1140,6 +1171,9 @@ func summary(rows []Row, cpuName string) string {
 		v := fmt.Sprintf("%s %.2fx", k.name, *r.Median)
 		if r.Degraded {
 			v += " (degraded peer)"
+		}
+		if r.Loose {
+			v += " (loose floor)"
 		}
 		if strings.HasPrefix(k.key, "floor.") {
 			floors = append(floors, v)

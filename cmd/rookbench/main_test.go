@@ -444,6 +444,39 @@ func TestCountGRPO(t *testing.T) {
 	}
 }
 
+// A decode phase that ran faster than its own floor shows the floor's rates were measured on
+// a slower machine: that row count's decode ratios are flagged, in the rows and the summary;
+// the other row count's are not, nor is anything when every phase is at or above its floor.
+func TestLooseFloors(t *testing.T) {
+	v := func(x float64) *float64 { return &x }
+	rows := func(products8 float64) []Row {
+		return []Row{
+			{Key: "floor.decode_phases_ratio", Median: v(1.27)}, {Key: "floor.decode_ratio", Median: v(1.36)},
+			{Key: "floor.decode_products_ratio", Median: v(1.0)}, {Key: "floor.decode_attention_ratio", Median: v(1.41)},
+			{Key: "floor.decode_ratio8", Median: v(1.11), Note: "target ≤ 1.3"}, {Key: "floor.decode_phases_ratio8", Median: v(1.11)},
+			{Key: "floor.decode_products_ratio8", Median: v(products8)}, {Key: "floor.decode_attention_ratio8", Median: v(1.91)},
+		}
+	}
+	got := flagLooseFloors(rows(0.91))
+	for _, r := range got {
+		want := r.Key == "floor.decode_ratio8" || r.Key == "floor.decode_phases_ratio8"
+		if r.Loose != want || want && !strings.HasPrefix(r.Note, "LOOSE FLOOR (its products took 0.91x of their floor in the clocked runs") {
+			t.Errorf("%s: loose %v, note %q", r.Key, r.Loose, r.Note)
+		}
+	}
+	if r := got[4]; !strings.HasSuffix(r.Note, "reads low). target ≤ 1.3") {
+		t.Errorf("the row's own note is lost: %q", r.Note)
+	}
+	if s := summary(got, "Zen 4"); s != "summary (Zen 4): engine / floor: decode64 1.27x, decode8 1.11x (loose floor)" {
+		t.Errorf("summary %q", s)
+	}
+	for _, r := range flagLooseFloors(rows(1.2)) {
+		if r.Loose {
+			t.Errorf("%s flagged with every phase above its floor", r.Key)
+		}
+	}
+}
+
 // A peer that ran degraded kernels is flagged in its rows and in the engine's ratios
 // against it, and the summary says so; the summary names the processor and reads the
 // stable keys.
