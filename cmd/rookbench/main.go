@@ -940,7 +940,7 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 	flop := productFLOP + float64(rows)*4*float64(L*C)*meanCtx
 	weightBytes, cacheBytes := 4*float64(n), cached*8*float64(L*C)
 	none := skipped("needs the gemm section")
-	f := decodeFloor{none, none, none, none, none, productFLOP}
+	f := decodeFloor{flop: none, bytes: none, products: none, attention: none, phases: none, productFLOP: productFLOP}
 	if gemm.ok() {
 		f.flop = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
 	}
@@ -949,9 +949,9 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 		attention := cacheBytes / (bw.median() * 1e9) * 1e3
 		f.attention = measured([]float64{attention})
 		if gemm.ok() {
-			products := max(productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9)) * 1e3
-			f.products = measured([]float64{products})
-			f.phases = measured([]float64{products + attention})
+			byFLOP, byBytes := productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9)
+			f.products, f.productsByBytes = measured([]float64{max(byFLOP, byBytes) * 1e3}), byBytes >= byFLOP
+			f.phases = measured([]float64{f.products.median() + attention})
 		}
 	}
 	return f
@@ -962,6 +962,7 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 type decodeFloor struct {
 	flop, bytes, products, attention, phases series
 	productFLOP                              float64 // the products' FLOPs
+	productsByBytes                          bool    // the products' floor is their weights' bytes at the bandwidth
 }
 
 // notes are the observations under the table.
@@ -1117,27 +1118,23 @@ func flagDegraded(rows []Row, infos []torchInfo) []Row {
 	return rows
 }
 
-// flagLooseFloors marks the decode steps' ratios whose floors the run itself shows to be
-// too slow: a phase of the step, timed in the clocked runs, that took less time than its own
-// floor (ratio below 1) can only mean that the rate its floor assumes (SGEMM or bandwidth,
-// the fastest median of the run's samples) was measured while the machine was slower than
-// when the step ran. The step's ratio against the same rates then reads too low.
+// flagLooseFloors marks the decode steps' ratios whose floors the run itself shows to be too
+// slow: a phase the clocked runs timed below its floor of bytes at the bandwidth
+// (decodePhaseRows marks it) read memory faster than the run's bandwidth samples say it can,
+// so those were taken while the machine was slower than when the step ran, and the step's
+// ratio against the same rates reads too low.
 func flagLooseFloors(rows []Row) []Row {
-	byKey := map[string]Row{}
-	for _, r := range rows {
-		byKey[r.Key] = r
-	}
 	for _, d := range []string{"", "8"} {
 		var below []string
-		for _, ph := range []struct{ key, name string }{{"floor.decode_products_ratio", "products"}, {"floor.decode_attention_ratio", "attention"}} {
-			if r, ok := byKey[ph.key+d]; ok && r.Median != nil && *r.Median < 1 {
-				below = append(below, fmt.Sprintf("its %s took %.2fx of their floor", ph.name, *r.Median))
+		for _, r := range rows {
+			if r.Loose && (r.Key == "floor.decode_products_ratio"+d || r.Key == "floor.decode_attention_ratio"+d) {
+				below = append(below, fmt.Sprintf("its %s took %.2fx of their floor", strings.TrimSuffix(strings.TrimPrefix(r.Key, "floor.decode_"), "_ratio"+d), *r.Median))
 			}
 		}
 		if len(below) == 0 {
 			continue
 		}
-		why := "LOOSE FLOOR (" + strings.Join(below, ", ") + " in the clocked runs: the floor's rates were measured while the machine was slower than when the step ran, so this ratio reads low)."
+		why := "LOOSE FLOOR (" + strings.Join(below, ", ") + " in the clocked runs: the bandwidth was measured while the machine was slower than when the step ran, so this ratio reads low)."
 		for i, r := range rows {
 			if r.Key == "floor.decode_ratio"+d || r.Key == "floor.decode_phases_ratio"+d {
 				rows[i].Note = strings.TrimSpace(why + " " + r.Note)

@@ -119,7 +119,7 @@ func sumSeries(a, b series) series {
 // Note; a ratio row has no samples and its Median is the ratio of the two medians.
 type Row struct {
 	Degraded bool      `json:"degraded,omitempty"`    // a peer's figure from kernels below the processor's (flagDegraded)
-	Loose    bool      `json:"loose_floor,omitempty"` // a ratio against a floor the run showed to be too slow (flagLooseFloors)
+	Loose    bool      `json:"loose_floor,omitempty"` // a ratio against a floor the run showed to be too slow (belowBandwidth, flagLooseFloors)
 	Group    string    `json:"group"`
 	Key      string    `json:"key"` // stable name for scripts: "engine.train_step", …
 	Name     string    `json:"name"`
