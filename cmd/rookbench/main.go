@@ -731,7 +731,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		Model: modelSpec, Params: n, Batch: b.batch, Seq: b.seq, Device: b.deviceName(),
 		ForwardGFLOP: fwdFLOP / 1e9, TrainGFLOP: trainFLOP / 1e9,
 		FLOPFormula: "train step: B·T·(6·N + 6·L·C·T); forward: B·T·(2·N + 2·L·C·T) (llm.c's count)",
-		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(), HugePages: cmp.Or(cpu.HugePageMode(), "none"),
+		GoVersion:   runtime.Version(), BLAS: strings.TrimSpace(cpu.BLASConfig()), CPU: cpuName(), HugePages: cmp.Or(cpu.HugePageMode(), "none"), CPUIdle: cpuIdle("/"),
 		Kernels: cpu.Capability(),
 		Torch:   torchV, LoadAvgBefore: loadBefore, LoadAvgAfter: loadAvg(),
 		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(),
@@ -745,6 +745,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 		fmt.Sprintf("rookbench: GPT-2 124M, RANDOM weights (%s); %d threads for each side (engine pool, torch.set_num_threads, llm.c OMP_NUM_THREADS)", modelSpec, b.threads),
 		fmt.Sprintf("medians of %d timed runs after %d warm-up (untuned torch %d, generation %d, of 8 rows %d), engine and PyTorch runs alternated; x rows: engine speed-up, >1 = engine faster", b.runs, b.warmup, b.untunedRuns, b.genRuns, b.genRuns*gen8Repeat),
 		fmt.Sprintf("machine: %s, %d CPUs; %s; %s%s; transparent huge pages: %s (the engine's large buffers advised, peers' malloc through %s)", m.CPU, runtime.NumCPU(), m.GoVersion, m.BLAS, torchLine, m.HugePages, hugeMallocTunable),
+	}
+	if m.CPUIdle != "" {
+		rep.Header[2] += "; idle CPUs: " + m.CPUIdle
 	}
 	if k := b.kernelsLine(); k != "" {
 		rep.Header = append(rep.Header, k)
@@ -1039,6 +1042,30 @@ func cpuName() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// cpuIdle says how the kernel idles a CPU (its cpuidle driver), from root (a sysfs root, "/"
+// in use), or "" where it does not say. A virtual machine whose idle vCPUs halt at once
+// (haltpoll with no polling) exits to the hypervisor to wake a thread on one, which is what
+// waking the pool's helper costs there, at every backend call of a decode step.
+func cpuIdle(root string) string {
+	raw, err := os.ReadFile(filepath.Join(root, "sys/devices/system/cpu/cpuidle/current_driver"))
+	driver := strings.TrimSpace(string(raw))
+	if err != nil || driver == "" || driver == "none" {
+		return ""
+	}
+	if driver != "haltpoll" {
+		return driver
+	}
+	raw, err = os.ReadFile(filepath.Join(root, "sys/module/haltpoll/parameters/guest_halt_poll_ns"))
+	ns, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
+	switch {
+	case err != nil || perr != nil:
+		return driver
+	case ns == 0:
+		return "haltpoll, no polling (an idle vCPU halts at once: waking a thread on it is a hypervisor exit)"
+	}
+	return fmt.Sprintf("haltpoll, polling up to %.0f µs", float64(ns)/1e3)
 }
 
 // gemmFloorRows are a workload's floor — its weight products' FLOPs at the SGEMM rate — and

@@ -607,3 +607,34 @@ func TestBandwidthRateFastest(t *testing.T) {
 		t.Errorf("a device's bandwidth is its own: %v", got.median())
 	}
 }
+
+// TestCPUIdle reads the cpuidle driver, and haltpoll's polling, from a sysfs tree.
+func TestCPUIdle(t *testing.T) {
+	for _, c := range []struct{ driver, pollNS, want string }{
+		{"", "", ""},
+		{"none", "", ""},
+		{"intel_idle", "", "intel_idle"},
+		{"haltpoll", "0", "haltpoll, no polling (an idle vCPU halts at once: waking a thread on it is a hypervisor exit)"},
+		{"haltpoll", "200000", "haltpoll, polling up to 200 µs"},
+		{"haltpoll", "", "haltpoll"},
+	} {
+		root := t.TempDir()
+		write := func(path, v string) {
+			if v == "" {
+				return
+			}
+			p := filepath.Join(root, path)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("sys/devices/system/cpu/cpuidle/current_driver", c.driver)
+		write("sys/module/haltpoll/parameters/guest_halt_poll_ns", c.pollNS)
+		if got := cpuIdle(root); got != c.want {
+			t.Errorf("driver %q, polling %q: %q, want %q", c.driver, c.pollNS, got, c.want)
+		}
+	}
+}

@@ -226,6 +226,7 @@ type Meta struct {
 	BLAS          string  `json:"blas"`
 	CPU           string  `json:"cpu"`
 	HugePages     string  `json:"transparent_huge_pages"` // the system's mode: always, madvise or never
+	CPUIdle       string  `json:"cpuidle,omitempty"`      // how the kernel idles a CPU (cpuIdle)
 	Kernels       string  `json:"engine_kernels"`         // the widest vector instructions the engine's CPU kernels run (cpu.Capability)
 	Device        string  `json:"device"`
 	Torch         string  `json:"torch,omitempty"`
