@@ -71,9 +71,10 @@ func ntKernels() []ntKernel {
 // copies of blocks, the AVX2 one) and the portable C arithmetic agree bit for bit, on shapes
 // with ragged row tiles, column tiles and a masked last vector, for column ranges that start
 // anywhere, with and without a bias and a residual (a buffer of its own, or the output
-// itself); k above the blocking threshold (whole blocks, a ragged last block, a last block of
-// one masked vector, 3072 whose rows are a multiple of 4 KB apart) and more rows than one row
-// block holds at that k; and more columns than the AVX2 kernel's column block holds.
+// itself); k above the blocking threshold (in blocks where the kernel copies them: whole
+// blocks, a ragged last block, a last block of one masked vector, 3072 whose rows are a
+// multiple of 4 KB apart; whole where it does not) and more rows than one row block holds at
+// that k; and more columns than the AVX2 kernel's column block holds.
 func TestGemmNTMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	type variant struct {
