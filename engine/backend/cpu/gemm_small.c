@@ -147,9 +147,10 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 // without copies (a decode step's, at most ntCopyRows rows) takes k whole: in blocks, its rows
 // of a went in blocks of 48, so that 64 rows read the weights from memory twice, and every
 // tile's lanes went to memory and back at every block of k. Whole, the MLP's down projection
-// (k = 3072) ran 6-11% faster at every row count from 8 to 96 (alternated calls on weights
-// that come from memory, the same bits), and GPT-2 124M's decode step at 64 rows took 1-2%
-// less time, at 8 rows the same (three sets of alternated steps, the project's AMD EPYC).
+// (k = 3072) ran 6-11% faster at every row count from 16 to 96, and 0-11% at 8 (alternated
+// calls on weights that come from memory, the same bits), and GPT-2 124M's decode step at 64
+// rows took 1-2% less time, at 8 rows the same (three sets of alternated steps, the project's
+// AMD EPYC).
 #define KBLOCK 768
 #define KBLOCK_MIN 1024
 #define KBLOCK_TILES 8
