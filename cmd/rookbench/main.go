@@ -1151,19 +1151,18 @@ func flagDegraded(rows []Row, infos []torchInfo) []Row {
 // so those were taken while the machine was slower than when the step ran, and the step's
 // ratio against the same rates reads too low.
 func flagLooseFloors(rows []Row) []Row {
-	for _, d := range []string{"", "8"} {
-		var below []string
-		for _, r := range rows {
-			if r.Loose && (r.Key == "floor.decode_products_ratio"+d || r.Key == "floor.decode_attention_ratio"+d) {
-				below = append(below, fmt.Sprintf("its %s took %.2fx of their floor", strings.TrimSuffix(strings.TrimPrefix(r.Key, "floor.decode_"), "_ratio"+d), *r.Median))
+	below := map[string][]string{} // by row count's key suffix ("" for 64 rows, "8")
+	for _, r := range rows {
+		for _, phase := range []string{"products", "attention"} {
+			if d, ok := strings.CutPrefix(r.Key, "floor.decode_"+phase+"_ratio"); ok && r.Loose {
+				below[d] = append(below[d], fmt.Sprintf("its %s took %.2fx of their floor", phase, *r.Median))
 			}
 		}
-		if len(below) == 0 {
-			continue
-		}
-		why := "LOOSE FLOOR (" + strings.Join(below, ", ") + " in the clocked runs: the bandwidth was measured while the machine was slower than when the step ran, so this ratio reads low)."
-		for i, r := range rows {
-			if r.Key == "floor.decode_ratio"+d || r.Key == "floor.decode_phases_ratio"+d {
+	}
+	for i, r := range rows {
+		for _, step := range []string{"floor.decode_ratio", "floor.decode_phases_ratio"} {
+			if d, ok := strings.CutPrefix(r.Key, step); ok && len(below[d]) > 0 {
+				why := "LOOSE FLOOR (" + strings.Join(below[d], ", ") + " in the clocked runs: the bandwidth was measured while the machine was slower than when the step ran, so this ratio reads low)."
 				rows[i].Note = strings.TrimSpace(why + " " + r.Note)
 				rows[i].Loose = true
 			}

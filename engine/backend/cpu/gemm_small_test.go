@@ -172,7 +172,7 @@ func TestGemmNTMatchesReference(t *testing.T) {
 // product, a training batch's, past the row count where products once changed kernel) — on 1,
 // 2 and 3 threads, bias or not, through every kernel the processor runs; and the result is
 // the portable kernel's. Products of the forward at 124M's widths: 768 → 2304 and 3072 → 768
-// (k blocked, rows 12 KB apart).
+// (k whole up to 96 rows, in copied blocks from 97; rows 12 KB apart).
 func TestMatMulRowInvariance(t *testing.T) {
 	defer func() { ntUse = bestNTKernel() }()
 	r := rand.New(rand.NewPCG(13, 14))
