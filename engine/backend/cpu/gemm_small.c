@@ -52,8 +52,8 @@ int rk_has_avx512(void) {
 // AREG set, each vector of a goes into a register once and serves the NR columns from there;
 // otherwise GCC folds the load into each of the NR multiply-adds, which load it NR times. Where
 // the tile's rows of a stay in L1, that costs: with AREG the products of an 8-row decode step at
-// k = 768 took 4-7% less time, the LM head 3%, the step 2% (two sets of 600 alternated steps of
-// 1 prompt × 8 samples, the project's AMD EPYC). Where they come from L2 (k = 3072), the down
+// k = 768 took 4-7% less time, the LM head 3%, the step 2% (two sets of 400 and 600 alternated
+// steps of 1 prompt × 8 samples, each call timed, the project's AMD EPYC). Where they come from L2 (k = 3072), the down
 // projection took 7-22% more time in the step (10% less alone, on an input not just written),
 // and at 64 rows the 4 × 6 and 6 × 4 tiles 1-3% more: those keep the folded loads.
 #define UNROLL _Pragma("GCC unroll 8")
