@@ -1049,18 +1049,20 @@ func cpuName() string {
 // (haltpoll with no polling) exits to the hypervisor to wake a thread on one, which is what
 // waking the pool's helper costs there, at every backend call of a decode step.
 func cpuIdle(root string) string {
-	raw, err := os.ReadFile(filepath.Join(root, "sys/devices/system/cpu/cpuidle/current_driver"))
-	driver := strings.TrimSpace(string(raw))
-	if err != nil || driver == "" || driver == "none" {
+	read := func(path string) string { // "" where it cannot be read
+		raw, _ := os.ReadFile(filepath.Join(root, path))
+		return strings.TrimSpace(string(raw))
+	}
+	driver := read("sys/devices/system/cpu/cpuidle/current_driver")
+	if driver == "" || driver == "none" {
 		return ""
 	}
 	if driver != "haltpoll" {
 		return driver
 	}
-	raw, err = os.ReadFile(filepath.Join(root, "sys/module/haltpoll/parameters/guest_halt_poll_ns"))
-	ns, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
+	ns, err := strconv.Atoi(read("sys/module/haltpoll/parameters/guest_halt_poll_ns"))
 	switch {
-	case err != nil || perr != nil:
+	case err != nil:
 		return driver
 	case ns == 0:
 		return "haltpoll, no polling (an idle vCPU halts at once: waking a thread on it is a hypervisor exit)"

@@ -53,9 +53,10 @@ int rk_has_avx512(void) {
 // otherwise GCC folds the load into each of the NR multiply-adds, which load it NR times. Where
 // the tile's rows of a stay in L1, that costs: with AREG the products of an 8-row decode step at
 // k = 768 took 4-7% less time, the LM head 3%, the step 2% (two sets of 400 and 600 alternated
-// steps of 1 prompt × 8 samples, each call timed, the project's AMD EPYC). Where they come from L2 (k = 3072), the down
-// projection took 7-22% more time in the step (10% less alone, on an input not just written),
-// and at 64 rows the 4 × 6 and 6 × 4 tiles 1-3% more: those keep the folded loads.
+// steps of 1 prompt × 8 samples, each call timed, the project's AMD EPYC). Where they come from
+// L2 (k = 3072), the down projection took 7-22% more time in the step (10% less alone, on an
+// input not just written), and at 64 rows the 4 × 6 and 6 × 4 tiles 1-3% more: those keep the
+// folded loads.
 #define UNROLL _Pragma("GCC unroll 8")
 
 #define TILE(MR, NR) TILE_(MR, NR, , 0)
@@ -168,7 +169,7 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 #define KBLOCK_MIN 1024
 #define KBLOCK_TILES 8
 #define KBLOCK8_TILES 16 // the AVX2 kernel's: tiles of 3 rows
-#define AREG_MAX_K 1024  // 8 rows of a in 32 KB of L1: the 8 × 3 tile loads a into registers (TILE)
+#define AREG_MAX_K (32 * 1024 / (8 * 4)) // 8 rows of a in 32 KB of L1: the 8 × 3 tile loads a into registers (TILE)
 
 // groups runs columns j, j+nr, … while a whole group of nr fits before j1, each group against
 // every tile of mr rows of a in [i0, i1), and returns the first column left over. While a
@@ -248,6 +249,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 	if (kc < k && mb > 6 * KBLOCK_TILES) mb = 6 * KBLOCK_TILES;
 	float lanes[KBLOCK_TILES][24 * 16] __attribute__((aligned(64)));
 	float *abuf = 0, *wbuf = 0;
+	const tile_fn *tiles8 = k <= AREG_MAX_K ? tiles3r : tiles3; // a block of exactly 8 rows
 	if (scratch && kc < k) {
 		abuf = scratch;
 		wbuf = scratch + 6 * KBLOCK_TILES * (k + 16);
@@ -262,7 +264,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 			la = k + 16;
 		}
 		long j = j0;
-		if (i1 - i0 == 8) j = groups(k <= AREG_MAX_K ? tiles3r : tiles3, 8, 3, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, wbuf);
+		if (i1 - i0 == 8) j = groups(tiles8, 8, 3, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, wbuf);
 		if (kc >= k) j = groups(tiles6, 4, 6, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, 0);
 		j = groups(tiles4, 6, 4, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, wbuf);
 		for (; j < j1; j++)
