@@ -123,7 +123,7 @@ func TestDecodeAttentionPaths(t *testing.T) {
 	defer setAVX2(true)
 	r := rand.New(rand.NewPCG(25, 26))
 	for _, c := range []struct{ nh, hd, n1, n2 int }{
-		{12, 64, 80, 17}, {3, 20, 3, 4}, {2, 72, 0, 1}, {4, 16, 33, 0}, {1, 5, 1, 40}, {5, 130, 7, 9}, {2, 64, 9, 0},
+		{12, 64, 80, 17}, {6, 64, 11, 5}, {3, 20, 3, 4}, {2, 72, 0, 1}, {4, 16, 33, 0}, {1, 5, 1, 40}, {5, 130, 7, 9}, {2, 64, 9, 0},
 	} {
 		ld := c.nh*c.hd + 3
 		q := randVec(r, c.nh*c.hd, 1)
