@@ -22,15 +22,17 @@ type grpoPhases struct {
 	work                                       []grpoWork // per timed step
 }
 
-// grpoWork is what one GRPO step has to compute, for its floors: the rollout's prefill FLOPs
-// and each decode step's FLOPs and bytes read, and the FLOPs of one forward over the packed
-// training batch (each group's prompt once, as grpo packs it). The reference runs one forward,
-// the update three (forward and backward).
+// grpoWork is what one GRPO step has to compute, for its floors: the rollout's prefill FLOPs;
+// each decode step's weight products' FLOPs and the cached keys' and values' bytes its
+// attention reads (the weights' bytes are weightBytes at every step); and the FLOPs of one
+// forward over the packed training batch (each group's prompt once, as grpo packs it). The
+// reference runs one forward, the update three (forward and backward).
 type grpoWork struct {
-	prefill     float64
-	decodeFLOP  []float64
-	decodeBytes []float64
-	forward     float64
+	prefill       float64
+	productFLOP   []float64
+	attendedBytes []float64
+	weightBytes   float64
+	forward       float64
 }
 
 // countGRPO counts a step's work from its batch: L layers of width C, N parameters,
@@ -61,15 +63,15 @@ func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
 			w.forward += token(p-1+t) + 2*C*V
 		}
 	}
-	// Decode step s feeds token s-1 of every completion longer than s; it reads the cached
-	// keys and values of each prompt once (its samples share them) and of its own tokens.
+	// Decode step s feeds token s-1 of every completion longer than s: its products read
+	// every weight, and its attention the cached keys and values of each prompt once (its
+	// samples share them) and of each row's own tokens.
 	for step := 1; step < longest; step++ {
 		var flop, kv float64
 		live := map[int]bool{}
 		for _, c := range b.Completions {
 			if len(c.Tokens) > step {
-				ctx := len(b.Prompts[c.Prompt]) + step
-				flop += token(ctx-1) + 2*C*V
+				flop += 24*C*C*L + 2*C*V
 				kv += 8 * C * L * float64(step)
 				if !live[c.Prompt] {
 					live[c.Prompt] = true
@@ -77,9 +79,10 @@ func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
 				}
 			}
 		}
-		w.decodeFLOP = append(w.decodeFLOP, flop)
-		w.decodeBytes = append(w.decodeBytes, 4*float64(n)+kv)
+		w.productFLOP = append(w.productFLOP, flop)
+		w.attendedBytes = append(w.attendedBytes, kv)
 	}
+	w.weightBytes = 4 * float64(n)
 	return w
 }
 
@@ -154,9 +157,10 @@ func (b *bench) grpoRows(add func(Row)) {
 	if bw, _ := b.bandwidthRate(); gemm.ok() && bw.ok() {
 		ceil, bw := gemm.median()*1e9, bw.median()*1e9
 		for i, w := range p.work {
+			// Each decode step's floor by phase, as the decode rows' (decodeFloors).
 			roll := w.prefill / ceil
-			for k := range w.decodeFLOP {
-				roll += max(w.decodeFLOP[k]/ceil, w.decodeBytes[k]/bw)
+			for k := range w.productFLOP {
+				roll += max(w.productFLOP[k]/ceil, w.weightBytes/bw) + w.attendedBytes[k]/bw
 			}
 			ref, upd := w.forward/ceil, 3*w.forward/ceil
 			fRoll, fRef, fUpd, fTot = append(fRoll, roll), append(fRef, ref), append(fUpd, upd), append(fTot, roll+ref+upd)
@@ -178,7 +182,7 @@ func (b *bench) grpoRows(add func(Row)) {
 		add(ratioRow(gr, "floor.grpo_"+key+"_ratio", "  engine / floor", "", s, floor(f), false))
 	}
 	phase("rollout", "rollout: sampling with recorded logprobs", p.rollout, fRoll,
-		"prefill FLOPs at the SGEMM rate + each decode step's larger of FLOPs and bytes read")
+		"prefill FLOPs at the SGEMM rate + each decode step's floor by phase")
 	phase("reference", "reference: the frozen model's forward", p.reference, fRef,
 		"one forward's FLOPs (each group's prompt once) at the SGEMM rate")
 	phase("update", "update: forward + backward + clip + AdamW", p.update, fUpd,

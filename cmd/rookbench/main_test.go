@@ -438,9 +438,32 @@ func TestCountGRPO(t *testing.T) {
 	if want := 28 + 32 + (36 + 2) + (40 + 2) + (36 + 2); w.forward != float64(want) {
 		t.Errorf("forward %v, want %d", w.forward, want)
 	}
-	// The step reads the prompt's 3 cached positions once and the completion's own 1.
-	if len(w.decodeFLOP) != 1 || w.decodeFLOP[0] != 40+2 || w.decodeBytes[0] != 4*10+8*(3+1) {
-		t.Errorf("decode steps %v FLOPs, %v bytes; want one step of 42 FLOPs, 72 bytes", w.decodeFLOP, w.decodeBytes)
+	// One decode step: the products of one row (24 + 2 FLOPs); its attention reads the prompt's
+	// 3 cached positions once and the completion's own 1 (8 bytes each); every weight read.
+	if len(w.productFLOP) != 1 || w.productFLOP[0] != 24+2 || w.attendedBytes[0] != 8*(3+1) || w.weightBytes != 4*10 {
+		t.Errorf("decode steps %v product FLOPs, %v attended bytes, %v weight bytes; want one step of 26 FLOPs, 32 bytes, 40 bytes",
+			w.productFLOP, w.attendedBytes, w.weightBytes)
+	}
+}
+
+// TestGRPORolloutFloor: the rollout's floor is its prefill's FLOPs at the SGEMM rate, then
+// each decode step's floor by phase — its products bound by FLOPs or by the weights' bytes,
+// whichever takes longer, then its attention's bytes — as the decode rows' floor is.
+func TestGRPORolloutFloor(t *testing.T) {
+	b := &bench{device: "cpu", threads: 2}
+	b.gemm.pool = measured([]float64{100})     // GFLOP/s
+	b.gemm.bandwidth = measured([]float64{10}) // GB/s
+	b.grpo = grpoPhases{rollout: measured([]float64{1}), reference: measured([]float64{1}), update: measured([]float64{1}),
+		total: measured([]float64{3}), tokPerS: measured([]float64{1}), work: []grpoWork{{
+			prefill: 1e9, weightBytes: 1e8, forward: 1e9,
+			productFLOP: []float64{2e9, 5e8}, attendedBytes: []float64{1e8, 2e8},
+		}}}
+	rows := map[string]Row{}
+	b.grpoRows(func(r Row) { rows[r.Key] = r })
+	// 10 ms of prefill; step 1: 20 ms of products (FLOPs) + 10 of attention; step 2: 10 ms of
+	// products (the weights' bytes, more than 5 ms of FLOPs) + 20 of attention.
+	if r := rows["floor.grpo_rollout_s"]; r.Median == nil || math.Abs(*r.Median-0.07) > 1e-12 {
+		t.Errorf("rollout floor %+v, want 0.07 s", r)
 	}
 }
 
