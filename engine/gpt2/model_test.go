@@ -264,7 +264,8 @@ func TestPackingInvariance(t *testing.T) {
 // TestDecodeMatchesForward: KV-cache prefill + incremental decode produce, position by
 // position, the logits of the full forward bit for bit (DESIGN §6.1), for several sequences
 // of different lengths decoded together in one batch, one of them also continuing in a
-// second slot from a copy of its prefill — or from its prefill shared (ShareSlot).
+// second slot from a copy of its prefill — or from its prefill shared (ShareSlot). Steps
+// alternate between Decode and DecodeLogits.
 func TestDecodeMatchesForward(t *testing.T) {
 	for _, share := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copied prefill", true: "shared prefill"}[share], func(t *testing.T) { decodeMatchesForward(t, share) })
@@ -325,8 +326,11 @@ func decodeMatchesForward(t *testing.T, share bool) {
 	} else {
 		m.CopySlot(kv, 1, 2, prompt[0])
 	}
+	if _, err := m.DecodeLogits(kv, []int32{1}, []int32{0, 1}, []int32{5}); err == nil {
+		t.Fatal("DecodeLogits with 1 token and 2 slots: no error")
+	}
 	pos := append([]int(nil), prompt...)
-	for {
+	for step := 0; ; step++ {
 		var tok, sl, ps []int32
 		var who []int
 		for i, s := range seqs {
@@ -342,12 +346,19 @@ func decodeMatchesForward(t *testing.T, share bool) {
 		if len(tok) == 0 {
 			break
 		}
-		out, err := m.Decode(kv, tok, sl, ps, 1)
+		var logits []float32
+		if step%2 == 1 {
+			logits, err = m.DecodeLogits(kv, tok, sl, ps)
+		} else {
+			var out Dist
+			out, err = m.Decode(kv, tok, sl, ps, 1)
+			logits = out.Logits
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		for k, i := range who {
-			check(i, int(ps[k]), out.Logits[k*v:(k+1)*v])
+			check(i, int(ps[k]), logits[k*v:(k+1)*v])
 		}
 		for _, i := range who[:len(who)-boolInt(pos[0] < len(seqs[0]))] {
 			pos[i]++
