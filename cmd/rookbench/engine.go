@@ -415,8 +415,8 @@ func genPromptTokens(vocab int) [][]int32 {
 
 // engineGen is greedy KV-cache generation through the model's own calls: Prefill of the
 // unique prompts (one slot per prompt), ShareSlot of each prompt's cache with its group's
-// other slots, then genNew Decode steps of one token per sequence, the next token being the
-// argmax of the logits.
+// other slots, then genNew DecodeLogits steps of one token per sequence, the next token being
+// the argmax of the logits: no softmax, as torch_generate.py's greedy loop takes none.
 type engineGen struct {
 	m                         *gpt2.Model
 	kv                        *gpt2.KVCache
@@ -477,11 +477,11 @@ func (g *engineGen) once() (sample, error) {
 		for s := range g.pos {
 			g.pos[s] = int32(genPromptLen + step)
 		}
-		d, err := g.m.Decode(g.kv, g.tokens, g.slots, g.pos, 1)
+		logits, err := g.m.DecodeLogits(g.kv, g.tokens, g.slots, g.pos)
 		if err != nil {
 			return r, err
 		}
-		argmaxRows(g.tokens, d.Logits, v, g.threads)
+		argmaxRows(g.tokens, logits, v, g.threads)
 	}
 	t2 := time.Now()
 	r.prefill, r.decode = float64(t1.Sub(t0).Nanoseconds())/1e6, float64(t2.Sub(t1).Nanoseconds())/1e6

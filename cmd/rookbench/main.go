@@ -21,10 +21,11 @@
 //	             train_gpt2 (and its gpt2_124M.bin and data); rookbench never downloads or builds it
 //	gen          KV-cache generation at the rollout shapes, 8 prompts × 8 samples = 64
 //	             sequences, 80-token prompts: Prefill of the 8 prompts, ShareSlot with the 64
-//	             slots, 64 Decode steps of one token per sequence, next token = argmax of the
-//	             logits; and the real rollout path at the same shapes (rollout.Sampler.Generate,
-//	             sampled at T=1, logprobs recorded, 64 new tokens = 63 decode steps); on the
-//	             CPU, the decode steps of 64 and 8 rows again by phase (phases.go)
+//	             slots, 64 DecodeLogits steps of one token per sequence, next token = argmax of
+//	             the logits (no softmax); and the real rollout path at the same shapes
+//	             (rollout.Sampler.Generate, sampled at T=1, logprobs recorded, 64 new tokens =
+//	             63 decode steps); on the CPU, the decode steps of 64 and 8 rows again by phase
+//	             (phases.go)
 //	torchgen     the same greedy generation in PyTorch (bench/torch_generate.py): a
 //	             past_key_values cache grown by torch.cat, one decode step = one forward of 64
 //	             new tokens

@@ -10,7 +10,7 @@ import (
 
 // A decode step by phase: the weight products (every MatMul, MatMulAdd and MatMulGELU, the
 // LM head's included), attention over the cached keys and values (AttentionDecode), and the
-// rest (LayerNorms, the cache writes, the softmax, argmax, the Go between calls). Each phase
+// rest (LayerNorms, the cache writes, argmax, the Go between calls). Each phase
 // has its own floor (decodeFloors), so the rows say which one a step's distance from its
 // floor comes from. The phases are timed in runs of their own, after the generation rounds,
 // on a copy of the model whose backend clocks each call: the clock costs two readings of the
@@ -102,7 +102,7 @@ func (b *bench) decodePhaseRows(gr, key string, rows int, fl decodeFloor, add fu
 	add(belowBandwidth(ratioRow(gr, "floor.decode_products_ratio"+key, "      / floor: their FLOPs at the SGEMM rate, or the weights' bytes at the bandwidth", "", p.products, fl.products, false), fl.productsByBytes))
 	add(valueRow(gr, "engine.decode_attention"+key, "    attention over the cached keys and values", "ms", p.attention, 0))
 	add(belowBandwidth(ratioRow(gr, "floor.decode_attention_ratio"+key, "      / floor: the cached keys' and values' bytes at the bandwidth", "", p.attention, fl.attention, false), true))
-	add(valueRow(gr, "engine.decode_rest"+key, "    the rest: LayerNorms, cache writes, softmax, argmax, the Go between calls", "ms", p.rest, 0))
+	add(valueRow(gr, "engine.decode_rest"+key, "    the rest: LayerNorms, cache writes, argmax, the Go between calls", "ms", p.rest, 0))
 }
 
 // belowBandwidth marks a phase's ratio row Loose when its floor is bytes at the bandwidth
