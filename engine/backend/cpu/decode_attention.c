@@ -87,42 +87,37 @@ __attribute__((always_inline)) static inline void ahead_rest(struct ahead *a) {
 	for (; a->left > 0; a->left--, a->p += 64) _mm_prefetch(a->p, _MM_HINT_T1);
 }
 
-// Scores of every head against one cached key row, four heads per reduction.
+// Four heads' dots for heads of 64 channels (GPT-2's): each head's dot is dot16's operations in
+// dot16's order, the four chains of fused multiply-adds interleaved so that all four are in
+// flight at once. Through four dot16 calls, one chain after another, a decode row of GPT-2 124M
+// with its keys and values in L2 took 11% longer (BenchmarkDecodeAttention), and a decode
+// step's attention 3% longer at 8 rows and 4-8% at 64 (alternated steps, medians; the
+// project's AMD EPYC).
+__attribute__((target("avx512f,avx512dq"), always_inline)) static inline __m128 dots4x64(const float *q, const float *k) {
+	__m512 acc[4];
+	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
+	_Pragma("GCC unroll 4") for (int e = 0; e < 64; e += 16)
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + i * 64 + e), _mm512_loadu_ps(k + i * 64 + e), acc[i]);
+	return tree16x4(acc[0], acc[1], acc[2], acc[3]);
+}
+
+// Scores of every head against one cached key row, four heads per reduction (the callers pass
+// hd = 64 as a constant, so the choice of dots is made at compile time).
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline void scores(float *s, long n, long j, const float *q,
                                                                        const float *k, long nh, long hd, float scale) {
 	long h = 0;
 	for (; h + 4 <= nh; h += 4) {
-		__m128 r = tree16x4(dot16(q + h * hd, k + h * hd, hd), dot16(q + (h + 1) * hd, k + (h + 1) * hd, hd),
-		                    dot16(q + (h + 2) * hd, k + (h + 2) * hd, hd), dot16(q + (h + 3) * hd, k + (h + 3) * hd, hd));
-		float l[4];
-		_mm_storeu_ps(l, _mm_mul_ps(_mm_set1_ps(scale), r));
-		for (int i = 0; i < 4; i++) s[(h + i) * n + j] = l[i];
-	}
-	for (; h < nh; h++) s[h * n + j] = scale * tree16(dot16(q + h * hd, k + h * hd, hd));
-}
-
-// scores for heads of 64 channels (GPT-2's): each head's dot is dot16's operations in dot16's
-// order, and four heads' chains of fused multiply-adds are interleaved, so that all four are in
-// flight at once. Through scores' four dot16 calls, one chain after another, a decode row of
-// GPT-2 124M with its keys and values in L2 took 11% longer (BenchmarkDecodeAttention), and a
-// decode step's attention 3% longer at 8 rows and 4-8% at 64 (alternated steps, medians; the
-// project's AMD EPYC).
-__attribute__((target("avx512f,avx512dq"), always_inline)) static inline void scores64(float *s, long n, long j, const float *q,
-                                                                         const float *k, long nh, float scale) {
-	long h = 0;
-	for (; h + 4 <= nh; h += 4) {
-		__m512 acc[4];
-		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
-		_Pragma("GCC unroll 4") for (int e = 0; e < 64; e += 16)
-			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-				acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (h + i) * 64 + e), _mm512_loadu_ps(k + (h + i) * 64 + e), acc[i]);
-		__m128 x = _mm_mul_ps(_mm_set1_ps(scale), tree16x4(acc[0], acc[1], acc[2], acc[3]));
+		__m128 r = hd == 64 ? dots4x64(q + h * 64, k + h * 64)
+		                    : tree16x4(dot16(q + h * hd, k + h * hd, hd), dot16(q + (h + 1) * hd, k + (h + 1) * hd, hd),
+		                               dot16(q + (h + 2) * hd, k + (h + 2) * hd, hd), dot16(q + (h + 3) * hd, k + (h + 3) * hd, hd));
+		__m128 x = _mm_mul_ps(_mm_set1_ps(scale), r);
 		_mm_store_ss(s + h * n + j, x);
 		_mm_store_ss(s + (h + 1) * n + j, _mm_shuffle_ps(x, x, 1));
 		_mm_store_ss(s + (h + 2) * n + j, _mm_shuffle_ps(x, x, 2));
 		_mm_store_ss(s + (h + 3) * n + j, _mm_shuffle_ps(x, x, 3));
 	}
-	for (; h < nh; h++) s[h * n + j] = scale * tree16(dot16(q + h * 64, k + h * 64, 64));
+	for (; h < nh; h++) s[h * n + j] = scale * tree16(dot16(q + h * hd, k + h * hd, hd));
 }
 
 // out_h = Σ_j p_j v_{j,h} for three heads of 64 channels at once (twelve independent chains of
@@ -189,8 +184,8 @@ __attribute__((target("avx512f,avx512dq"))) void rk_attention_decode16(float *ou
 		long a = j + KEYS_AHEAD;
 		if (a < n) prefetch_row(a < n1 ? k1 + a * ld : k2 + (a - n1) * ld, nh * hd);
 		const float *k = j < n1 ? k1 + j * ld : k2 + (j - n1) * ld;
-		if (hd == 64) // GPT-2's head size
-			scores64(s, n, j, q, k, nh, scale);
+		if (hd == 64) // GPT-2's head size: the dots unrolled and interleaved, unmasked
+			scores(s, n, j, q, k, nh, 64, scale);
 		else
 			scores(s, n, j, q, k, nh, hd, scale);
 	}
