@@ -40,7 +40,8 @@ type grpoWork struct {
 // blocks, 4·C·L per token and attended position, 2·C·V per scored row through the head).
 func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
 	L, C, V := float64(cfg.NumLayers), float64(cfg.Channels), float64(cfg.VocabSize)
-	token := func(pos int) float64 { return 24*C*C*L + 4*C*L*float64(pos+1) }
+	block := 24 * C * C * L // a token's products through the blocks
+	token := func(pos int) float64 { return block + 4*C*L*float64(pos+1) }
 	var w grpoWork
 	longest := 0
 	for _, c := range b.Completions {
@@ -71,7 +72,7 @@ func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
 		live := map[int]bool{}
 		for _, c := range b.Completions {
 			if len(c.Tokens) > step {
-				flop += 24*C*C*L + 2*C*V
+				flop += block + 2*C*V
 				kv += 8 * C * L * float64(step)
 				if !live[c.Prompt] {
 					live[c.Prompt] = true
@@ -157,10 +158,10 @@ func (b *bench) grpoRows(add func(Row)) {
 	if bw, _ := b.bandwidthRate(); gemm.ok() && bw.ok() {
 		ceil, bw := gemm.median()*1e9, bw.median()*1e9
 		for i, w := range p.work {
-			// Each decode step's floor by phase, as the decode rows' (decodeFloors).
 			roll := w.prefill / ceil
 			for k := range w.productFLOP {
-				roll += max(w.productFLOP[k]/ceil, w.weightBytes/bw) + w.attendedBytes[k]/bw
+				products, attention, _ := phaseFloor(w.productFLOP[k], w.weightBytes, w.attendedBytes[k], ceil, bw)
+				roll += products + attention
 			}
 			ref, upd := w.forward/ceil, 3*w.forward/ceil
 			fRoll, fRef, fUpd, fTot = append(fRoll, roll), append(fRef, ref), append(fUpd, upd), append(fTot, roll+ref+upd)

@@ -953,12 +953,21 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 		attention := cacheBytes / (bw.median() * 1e9) * 1e3
 		f.attention = measured([]float64{attention})
 		if gemm.ok() {
-			byFLOP, byBytes := productFLOP/(gemm.median()*1e9), weightBytes/(bw.median()*1e9)
-			f.products, f.productsByBytes = measured([]float64{max(byFLOP, byBytes) * 1e3}), byBytes >= byFLOP
+			products, _, byBytes := phaseFloor(productFLOP, weightBytes, cacheBytes, gemm.median()*1e9, bw.median()*1e9)
+			f.products, f.productsByBytes = measured([]float64{products * 1e3}), byBytes
 			f.phases = measured([]float64{f.products.median() + attention})
 		}
 	}
 	return f
+}
+
+// phaseFloor is a decode step's floor by phase, in seconds, at rate FLOP/s and bw bytes/s: its
+// products, bound by their FLOPs or by the weights' bytes, whichever takes longer (byBytes
+// says which), then its attention, bound by the cached bytes it reads. The decode rows and the
+// GRPO rollout's steps take it.
+func phaseFloor(productFLOP, weightBytes, cacheBytes, rate, bw float64) (products, attention float64, byBytes bool) {
+	byFLOP, byW := productFLOP/rate, weightBytes/bw
+	return max(byFLOP, byW), cacheBytes / bw, byW >= byFLOP
 }
 
 // decodeFloor is a decode step's floors in ms (decodeFloors): its FLOPs, its bytes, and by
