@@ -49,7 +49,7 @@ type cublasLib struct {
 var cublasLoaded *cublasLib
 
 // loadCuBLAS opens cuBLAS once: the file ROOKSCRIPT_CUBLAS names, else the first of
-// cublasNames the dynamic loader finds (dynlib.go). It runs on the context's thread, which
+// cublasNames the dynamic loader finds (dynlib.go). It runs inside driver.run, which
 // serialises it.
 func loadCuBLAS() (*cublasLib, error) {
 	if cublasLoaded != nil {
@@ -81,8 +81,9 @@ func loadCuBLAS() (*cublasLib, error) {
 	return cublasLoaded, nil
 }
 
-// cublasHandle is one cuBLAS handle, bound to the CUDA context current on the thread that
-// created it; every call must run on that thread (cu.Ctx.Do). It lives as long as the process,
+// cublasHandle is one cuBLAS handle, bound to the CUDA context current when it was created;
+// every call runs with that context current (driver.run), on whichever thread, one at a time
+// (cuBLAS allows a handle on several threads, not at once). It lives as long as the process,
 // like the context.
 type cublasHandle struct {
 	lib     *cublasLib

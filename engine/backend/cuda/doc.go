@@ -9,9 +9,9 @@
 // program starts and exits if there is no GPU, so it must never be linked into the default
 // build. Select it with device.Open("cuda", ...) in a binary built by 'make build-cuda'.
 //
-// All driver calls run on the one OS thread that holds the CUDA context (cu.Ctx.Do) — the
-// device's primary context, which NCCL uses too — in stream order on the default stream, so
-// every kernel sees the results of the ones before it and a download waits for all of them. Kernel failures are asynchronous: they surface at the
-// next download; set ROOKSCRIPT_CUDA_SYNC=1 to synchronise after every launch and name the
-// failing kernel.
+// All driver calls run one at a time on the calling goroutine's OS thread, with the device's
+// primary context (which NCCL uses too) made current there (driver.run), in stream order on
+// the default stream, so every kernel sees the results of the ones before it and a download
+// waits for all of them. Kernel failures are asynchronous: they surface at the next download;
+// set ROOKSCRIPT_CUDA_SYNC=1 to synchronise after every launch and name the failing kernel.
 package cuda

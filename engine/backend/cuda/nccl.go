@@ -98,8 +98,8 @@ var ncclOnce struct {
 }
 
 // loadNCCL opens NCCL once: the file ROOKSCRIPT_NCCL names, else the first of ncclNames the
-// dynamic loader finds (LD_LIBRARY_PATH, the ld.so cache). JoinRanks calls it on the
-// context's thread.
+// dynamic loader finds (LD_LIBRARY_PATH, the ld.so cache). JoinRanks calls it inside
+// driver.run.
 func loadNCCL() (*ncclLib, error) {
 	ncclOnce.Lock()
 	defer ncclOnce.Unlock()
@@ -193,7 +193,7 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 	// rank 0 make the id) before any waits for the others in ncclCommInitRank.
 	id := make([]byte, ncclIDBytes)
 	var lib *ncclLib
-	err := d.ctx.Do(func() (err error) {
+	err := d.run(func() (err error) {
 		defer func() { err = errors.Join(err, d.current()) }()
 		if lib, err = loadNCCL(); err != nil || rank != 0 {
 			return err
@@ -221,7 +221,7 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 		return nil, fmt.Errorf("cuda: rank %d: broadcasting NCCL's id: %w", rank, err)
 	}
 	n := &NCCL{d: d, b: b, lib: lib, rank: rank, size: size}
-	err = d.ctx.Do(func() (err error) {
+	err = d.run(func() (err error) {
 		defer func() { err = errors.Join(err, d.current()) }()
 		var comm unsafe.Pointer
 		rc := C.rk_nccl_init(lib.initRank, &comm, C.int(size), unsafe.Pointer(&id[0]), C.int(rank))
@@ -238,10 +238,10 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 	return n, nil
 }
 
-// current makes the backend's context current again on its thread, after an NCCL call: NCCL
-// selects the device through the CUDA runtime, which may leave another context current.
+// current makes the backend's context current again after an NCCL call: NCCL selects the
+// device through the CUDA runtime, which may leave another context current on the thread.
 func (d *driver) current() error {
-	if err := cu.SetCurrentContext(d.ctx.CUDAContext()); err != nil {
+	if err := cu.SetCurrentContext(d.ctx); err != nil {
 		return fmt.Errorf("restoring the CUDA context after NCCL: %w", err)
 	}
 	return nil
@@ -270,13 +270,13 @@ func (n *NCCL) AllGather(buf uintptr, count int) error {
 	})
 }
 
-// call runs f on the context's thread. A failure aborts the communicator (NCCL's state is then
+// call runs f with the context current (driver.run). A failure aborts the communicator (NCCL's state is then
 // unknown, and a peer may wait for this rank forever); every later call reports it.
 func (n *NCCL) call(f func() error) error {
 	if n.failed != nil {
 		return fmt.Errorf("an earlier NCCL call failed: %w", n.failed)
 	}
-	err := n.d.ctx.Do(func() (err error) {
+	err := n.d.run(func() (err error) {
 		defer func() { err = errors.Join(err, n.d.current()) }()
 		err = f()
 		if err == nil && n.d.syncEach {
@@ -300,7 +300,7 @@ func (n *NCCL) Close() error {
 	if n.failed != nil || n.comm == nil {
 		return nil // aborted already
 	}
-	err := n.d.ctx.Do(func() (err error) {
+	err := n.d.run(func() (err error) {
 		defer func() { err = errors.Join(err, n.d.current()) }()
 		return ncclCheck(n.lib, nil, "ncclCommDestroy", C.rk_nccl_comm(n.lib.destroy, n.comm))
 	})

@@ -18,7 +18,7 @@ import (
 // one must load.
 func needNCCL(t *testing.T, b *launch.Backend) {
 	t.Helper()
-	err := b.Driver().(*driver).ctx.Do(func() error {
+	err := b.Driver().(*driver).run(func() error {
 		_, err := loadNCCL()
 		return err
 	})

@@ -34,7 +34,7 @@ func TestModules(t *testing.T) {
 	d := b.Driver().(*driver)
 	for _, arch := range []string{"sm_80"} {
 		ptx, _ := kernels.Source(arch)
-		err := d.ctx.Do(func() error {
+		err := d.run(func() error {
 			mod, err := cu.LoadData(ptx)
 			if err != nil {
 				return err
