@@ -9,20 +9,25 @@
 //
 // Blocks of 256 threads take tiles of 64 × 64 outputs, 4 × 4 per thread (rkcu_matmul_nt), or
 // of 16 × 16, one per thread (rkcu_matmul_nt16: a decode step's few rows make too few large
-// tiles to fill the GPU); k runs in steps of 16 staged in shared memory (transposed, so that a
-// thread's rows or columns are adjacent). The tile changes which thread computes an element,
-// never its sum. Loads past the matrix read 0: fmaf(0, 0, acc) = acc, as acc is never −0.
+// tiles to fill the GPU); k runs in steps of K staged in shared memory (transposed, so that a
+// thread's rows or columns are adjacent). The tile and the step change which thread computes an
+// element and when its inputs arrive, never its sum. Loads past the matrix read 0:
+// fmaf(0, 0, acc) = acc, as acc is never −0.
+//
+// Each step waits for its loads (a __syncthreads after them), so a block pays the latency of a
+// load from memory once per step, and a decode step's products have too few blocks (64 rows ×
+// 768 columns make 192 tiles of 16) to hide it behind each other. The 16 × 16 tiles take steps
+// of 64: GPT-2 124M's decode step took 6.6 ms at 64 rows and 4.5 at 8, against 7.1 and 5.0 in
+// steps of 16; steps of 128 or 256 gained 0.1-0.2 ms more (an H100, medians of 3).
 #include "common.cuh"
 
-#define RKCU_MM_K 16 // k per shared-memory step
-
-// R rows and columns per thread: tiles of 16R × 16R.
-template <int R>
+// R rows and columns per thread: tiles of 16R × 16R; K: k per shared-memory step.
+template <int R, int K>
 __device__ void rkcu_matmul_tiles(float* out, const float* res, const float* inp, const float* w, const float* bias, int n,
                                   int c, int oc) {
 	const int T = 16 * R;
-	__shared__ float as[RKCU_MM_K][T + 1]; // + 1: a step's 16 k of one row fall in 16 banks
-	__shared__ float ws[RKCU_MM_K][T + 1];
+	__shared__ float as[K][T + 1]; // + 1: a step's k of one row fall in different banks
+	__shared__ float ws[K][T + 1];
 	int tx = threadIdx.x % 16, ty = threadIdx.x / 16; // this thread's columns tx·R.., rows ty·R..
 	int tilesN = (oc + T - 1) / T;
 	long long tiles = (long long)((n + T - 1) / T) * tilesN;
@@ -31,15 +36,15 @@ __device__ void rkcu_matmul_tiles(float* out, const float* res, const float* inp
 		float acc[R][R];
 		for (int r = 0; r < R; r++)
 			for (int s = 0; s < R; s++) acc[r][s] = 0.0f;
-		for (int k0 = 0; k0 < c; k0 += RKCU_MM_K) {
-			for (int e = threadIdx.x; e < T * RKCU_MM_K; e += blockDim.x) {
-				int row = e / RKCU_MM_K, kk = e % RKCU_MM_K, k = k0 + kk;
+		for (int k0 = 0; k0 < c; k0 += K) {
+			for (int e = threadIdx.x; e < T * K; e += blockDim.x) {
+				int row = e / K, kk = e % K, k = k0 + kk;
 				int i = i0 + row, j = j0 + row;
 				as[kk][row] = i < n && k < c ? inp[(long long)i * c + k] : 0.0f;
 				ws[kk][row] = j < oc && k < c ? w[(long long)j * c + k] : 0.0f;
 			}
 			__syncthreads();
-			for (int kk = 0; kk < RKCU_MM_K; kk++) {
+			for (int kk = 0; kk < K; kk++) {
 				float a[R], b[R];
 				for (int r = 0; r < R; r++) a[r] = as[kk][ty * R + r];
 				for (int s = 0; s < R; s++) b[s] = ws[kk][tx * R + s];
@@ -65,10 +70,10 @@ __device__ void rkcu_matmul_tiles(float* out, const float* res, const float* inp
 
 extern "C" __global__ void rkcu_matmul_nt(float* out, const float* res, const float* inp, const float* w, const float* bias,
                                           int n, int c, int oc) {
-	rkcu_matmul_tiles<4>(out, res, inp, w, bias, n, c, oc);
+	rkcu_matmul_tiles<4, 16>(out, res, inp, w, bias, n, c, oc);
 }
 
 extern "C" __global__ void rkcu_matmul_nt16(float* out, const float* res, const float* inp, const float* w,
                                             const float* bias, int n, int c, int oc) {
-	rkcu_matmul_tiles<1>(out, res, inp, w, bias, n, c, oc);
+	rkcu_matmul_tiles<1, 64>(out, res, inp, w, bias, n, c, oc);
 }
