@@ -134,8 +134,8 @@ func (d *driver) Describe() string {
 // at once.
 func (d *driver) GridCap() int { return 65535 }
 
-// do runs f with the context current (run) and panics with what on failure: backend.Backend has no
-// error results, and a failing device call means a bug or a dead device.
+// do runs f with the context current (run) and panics with what on failure: backend.Backend
+// has no error results, and a failing device call means a bug or a dead device.
 func (d *driver) do(what string, f func() error) {
 	if err := d.run(f); err != nil {
 		panic(fmt.Sprintf("cuda: %s: %v (kernel errors surface at the next synchronising call; "+
