@@ -194,7 +194,6 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 	id := make([]byte, ncclIDBytes)
 	var lib *ncclLib
 	err := d.run(func() (err error) {
-		defer func() { err = errors.Join(err, d.current()) }()
 		if lib, err = loadNCCL(); err != nil || rank != 0 {
 			return err
 		}
@@ -222,7 +221,6 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 	}
 	n := &NCCL{d: d, b: b, lib: lib, rank: rank, size: size}
 	err = d.run(func() (err error) {
-		defer func() { err = errors.Join(err, d.current()) }()
 		var comm unsafe.Pointer
 		rc := C.rk_nccl_init(lib.initRank, &comm, C.int(size), unsafe.Pointer(&id[0]), C.int(rank))
 		if err := ncclCheck(lib, nil, "ncclCommInitRank", rc); err != nil {
@@ -236,15 +234,6 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 	}
 	b.JoinRanks(n)
 	return n, nil
-}
-
-// current makes the backend's context current again after an NCCL call: NCCL selects the
-// device through the CUDA runtime, which may leave another context current on the thread.
-func (d *driver) current() error {
-	if err := cu.SetCurrentContext(d.ctx); err != nil {
-		return fmt.Errorf("restoring the CUDA context after NCCL: %w", err)
-	}
-	return nil
 }
 
 func (n *NCCL) Rank() int { return n.rank }
@@ -270,14 +259,14 @@ func (n *NCCL) AllGather(buf uintptr, count int) error {
 	})
 }
 
-// call runs f with the context current (driver.run). A failure aborts the communicator (NCCL's state is then
-// unknown, and a peer may wait for this rank forever); every later call reports it.
+// call runs f with the context current (driver.run). A failure aborts the communicator (NCCL's
+// state is then unknown, and a peer may wait for this rank forever); every later call reports
+// it.
 func (n *NCCL) call(f func() error) error {
 	if n.failed != nil {
 		return fmt.Errorf("an earlier NCCL call failed: %w", n.failed)
 	}
 	err := n.d.run(func() (err error) {
-		defer func() { err = errors.Join(err, n.d.current()) }()
 		err = f()
 		if err == nil && n.d.syncEach {
 			err = cu.Synchronize()
@@ -301,7 +290,6 @@ func (n *NCCL) Close() error {
 		return nil // aborted already
 	}
 	err := n.d.run(func() (err error) {
-		defer func() { err = errors.Join(err, n.d.current()) }()
 		return ncclCheck(n.lib, nil, "ncclCommDestroy", C.rk_nccl_comm(n.lib.destroy, n.comm))
 	})
 	n.comm = nil
