@@ -23,10 +23,11 @@ func Run(t *testing.T, b backend.Backend) {
 
 // matMulRowInvariance: the CUDA backend's forward product gives a row the same bits alone,
 // among 7, 65 or 200 rows (within one tile and across several; at 200 rows the product takes
-// the wide tiles, alone the narrow ones), with a bias and a residual or without.
+// the wide tiles, alone the narrow ones), with a bias and a residual or without. c spans
+// several of either tile's k steps (16 and 64) and ends in a partial one.
 func matMulRowInvariance(t *testing.T, b backend.Backend) {
 	r := rand.New(rand.NewPCG(3, 4))
-	const rows, c, oc = 200, 37, 64 * 35 // 35 tiles of 64 columns
+	const rows, c, oc = 200, 141, 64 * 35 // 35 tiles of 64 columns
 	host := func(n int) backend.Buf { return RandBuf(b, r, n) }
 	inp, w, bias, res := host(rows*c), host(oc*c), host(oc), host(rows*oc)
 	get := func(x backend.Buf, lo, n int) []float32 {
