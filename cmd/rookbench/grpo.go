@@ -87,8 +87,11 @@ func countGRPO(cfg gpt2.Config, n int, b *rollout.Batch) grpoWork {
 	return w
 }
 
-// grpoRuns caps the timed GRPO steps: one takes about a minute on two cores.
-const grpoRuns = 2
+// grpoRuns caps the timed GRPO steps: one takes about 35 s on two cores. Three, so that the
+// medians are a middle step's and one step slowed by the rest of the machine moves none of
+// them; the median of two was their mean (runs here put the whole step at 1.04 to 1.23 times
+// its floor, its two steps as far as 1.08 and 1.15 apart).
+const grpoRuns = 3
 
 func (b *bench) runGRPO() {
 	progress("== GRPO step, %d×%d sequences, %d-token prompts, %d new tokens", genPrompts, genGroup, genPromptLen, genNew)

@@ -33,8 +33,9 @@
 //	             decode here, where every torch.cat of the growing cache is a fresh allocation
 //	             that the kernel must fault in
 //	grpo         one full GRPO step of the engine at the same shapes (β = 0.02, so the reference
-//	             model runs), split by phase: rollout, reference forward, update (at most 2 timed
-//	             steps: one takes about a minute on two cores)
+//	             model runs), split by phase: rollout, reference forward, update (at most 3 timed
+//	             steps, so that their median passes over one disturbed step: one takes about
+//	             35 s on two cores)
 //	mem          peak resident memory against the analytic size (gpt2.Footprint) for the GRPO
 //	             step of the main job on the default model's architecture, the default model's
 //	             SFT step and the GRPO step of GPT-2 124M, each in a child process of its own
