@@ -1192,7 +1192,8 @@ var summaryKeys = []struct{ key, name string }{
 }
 
 // summary is one line of the headline ratios, naming the processor: engine / floor for each
-// workload, and the engine's speed-up over tuned torch.
+// workload, and the engine's speed-up over tuned torch. Three decimals: the targets are
+// round numbers, and at two a ratio of 1.204 would read as 1.20x.
 func summary(rows []Row, cpuName string) string {
 	byKey := map[string]Row{}
 	for _, r := range rows {
@@ -1204,7 +1205,7 @@ func summary(rows []Row, cpuName string) string {
 		if !ok || r.Median == nil {
 			continue
 		}
-		v := fmt.Sprintf("%s %.2fx", k.name, *r.Median)
+		v := fmt.Sprintf("%s %.3fx", k.name, *r.Median)
 		if r.Degraded {
 			v += " (degraded peer)"
 		}

@@ -485,13 +485,13 @@ func TestLooseFloors(t *testing.T) {
 		summary         string
 	}{
 		{"8-row products below the bandwidth", phases(97, 13), phases(13.65, 2), false, false, true,
-			"summary (Zen 4): engine / floor: decode64 1.27x, decode8 1.11x (loose floor)"},
+			"summary (Zen 4): engine / floor: decode64 1.270x, decode8 1.110x (loose floor)"},
 		{"64-row products below the SGEMM rate", phases(97, 13), phases(18, 2), false, false, false,
-			"summary (Zen 4): engine / floor: decode64 1.27x, decode8 1.11x"},
+			"summary (Zen 4): engine / floor: decode64 1.270x, decode8 1.110x"},
 		{"64-row products below the bandwidth", phases(97, 13), phases(18, 2), true, true, false,
-			"summary (Zen 4): engine / floor: decode64 1.27x (loose floor), decode8 1.11x"},
+			"summary (Zen 4): engine / floor: decode64 1.270x (loose floor), decode8 1.110x"},
 		{"64-row attention below its floor", phases(110, 8), phases(18, 2), false, true, false,
-			"summary (Zen 4): engine / floor: decode64 1.27x (loose floor), decode8 1.11x"},
+			"summary (Zen 4): engine / floor: decode64 1.270x (loose floor), decode8 1.110x"},
 	} {
 		b := &bench{genPhases: map[string]decodePhases{"": c.p64, "8": c.p8}}
 		rows := []Row{{Key: "floor.decode_phases_ratio", Median: v(1.27)}, {Key: "floor.decode_ratio", Median: v(1.36)},
@@ -528,7 +528,7 @@ func TestDegradedPeerAndSummary(t *testing.T) {
 		{Key: "engine.forward", Median: v(130)},
 	}
 	fair := flagDegraded(slices.Clone(rows), []torchInfo{{BLASCore: "Cooperlake", Capability: "AVX2"}})
-	if got := summary(fair, "Zen 4"); got != "summary (Zen 4): engine / floor: forward 1.29x, train 1.31x; engine speed-up over tuned torch: forward 3.83x" {
+	if got := summary(fair, "Zen 4"); got != "summary (Zen 4): engine / floor: forward 1.290x, train 1.310x; engine speed-up over tuned torch: forward 3.830x" {
 		t.Errorf("summary %q", got)
 	}
 	bad := flagDegraded(slices.Clone(rows), []torchInfo{{BLAS: "libopenblasp-r0.3.21.so", BLASCore: "Prescott", Capability: "AVX2"}})
@@ -538,7 +538,7 @@ func TestDegradedPeerAndSummary(t *testing.T) {
 			t.Errorf("%s: degraded %v, note %q", r.Key, r.Degraded, r.Note)
 		}
 	}
-	if got := summary(bad, "Emerald Rapids"); !strings.Contains(got, "forward 3.83x (degraded peer)") {
+	if got := summary(bad, "Emerald Rapids"); !strings.Contains(got, "forward 3.830x (degraded peer)") {
 		t.Errorf("summary %q", got)
 	}
 }
