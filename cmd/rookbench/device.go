@@ -118,10 +118,13 @@ func deviceBandwidth(be backend.Backend, warmup, runs int) series {
 
 // floorRate is the SGEMM rate the floors use: the CPU backend's pool (its one thread with
 // -threads 1), or the device's peak product. On the CPU the same product is also sampled in
-// the forward's and the train step's rounds, and the floors take the fastest median of the
-// three: a rate is a ceiling, and a section measured while another process held a core (a
-// run here read 97 GFLOP/s on 1.0 of 2 cores, then 180 in the rounds after it) measured the
-// machine's load, which would have put every decode and GRPO step "under" its floor.
+// the forward's and the train step's rounds, and the MLP's down projection through OpenBLAS
+// on the pool in the gemm section, and the floors take the fastest median of them: a rate is
+// a ceiling, and a section measured while another process held a core (a run here read 97
+// GFLOP/s on 1.0 of 2 cores, then 180 in the rounds after it) measured the machine's load,
+// which would have put every decode and GRPO step "under" its floor. (Another run read 154
+// at the ceiling's shape and 177 at the down projection's minutes later; its GRPO step came
+// out at 0.96 of floors at 162, the fastest of the others.)
 func (b *bench) floorRate() series {
 	if b.device != "cpu" {
 		return b.gemm.pool
@@ -130,7 +133,7 @@ func (b *bench) floorRate() series {
 	if b.threads == 1 {
 		best = b.gemm.single
 	}
-	for _, s := range []series{b.fwdRate, b.trainRate} {
+	for _, s := range []series{b.gemm.poolProj, b.fwdRate, b.trainRate} {
 		if s.ok() && (!best.ok() || s.median() > best.median()) {
 			best = s
 		}

@@ -585,8 +585,8 @@ func TestTrainFloorNote(t *testing.T) {
 }
 
 // TestFloorRateFastest: the floors' SGEMM rate is the fastest median among the gemm
-// section's and the rounds' samples of the product, so that a section slowed by another
-// process does not lower the floors.
+// section's samples of the product and of the down projection and the rounds' samples of the
+// product, so that a section slowed by another process does not lower the floors.
 func TestFloorRateFastest(t *testing.T) {
 	b := &bench{device: "cpu", threads: 2}
 	b.gemm.pool = measured([]float64{97, 96, 98}) // measured on one core of two
@@ -600,6 +600,10 @@ func TestFloorRateFastest(t *testing.T) {
 	b.gemm.pool = measured([]float64{190})
 	if got := b.floorRate().median(); got != 190 {
 		t.Errorf("a faster gemm section: %v, want 190", got)
+	}
+	b.gemm.poolProj = measured([]float64{195, 196, 194})
+	if got := b.floorRate().median(); got != 195 {
+		t.Errorf("a faster down projection in the gemm section: %v, want 195", got)
 	}
 	b.device = "cuda"
 	b.gemm.pool = measured([]float64{50000})
