@@ -220,7 +220,7 @@ func JoinRanks(b *launch.Backend, world dist.Comm) (*NCCL, error) {
 		return nil, fmt.Errorf("cuda: rank %d: broadcasting NCCL's id: %w", rank, err)
 	}
 	n := &NCCL{d: d, b: b, lib: lib, rank: rank, size: size}
-	err = d.run(func() (err error) {
+	err = d.run(func() error {
 		var comm unsafe.Pointer
 		rc := C.rk_nccl_init(lib.initRank, &comm, C.int(size), unsafe.Pointer(&id[0]), C.int(rank))
 		if err := ncclCheck(lib, nil, "ncclCommInitRank", rc); err != nil {
@@ -266,8 +266,8 @@ func (n *NCCL) call(f func() error) error {
 	if n.failed != nil {
 		return fmt.Errorf("an earlier NCCL call failed: %w", n.failed)
 	}
-	err := n.d.run(func() (err error) {
-		err = f()
+	err := n.d.run(func() error {
+		err := f()
 		if err == nil && n.d.syncEach {
 			err = cu.Synchronize()
 		}
@@ -289,7 +289,7 @@ func (n *NCCL) Close() error {
 	if n.failed != nil || n.comm == nil {
 		return nil // aborted already
 	}
-	err := n.d.run(func() (err error) {
+	err := n.d.run(func() error {
 		return ncclCheck(n.lib, nil, "ncclCommDestroy", C.rk_nccl_comm(n.lib.destroy, n.comm))
 	})
 	n.comm = nil
