@@ -118,13 +118,15 @@ func deviceBandwidth(be backend.Backend, warmup, runs int) series {
 
 // floorRate is the SGEMM rate the floors use: the CPU backend's pool (its one thread with
 // -threads 1), or the device's peak product. On the CPU the same product is also sampled in
-// the forward's and the train step's rounds, and the MLP's down projection through OpenBLAS
-// on the pool in the gemm section, and the floors take the fastest median of them: a rate is
-// a ceiling, and a section measured while another process held a core (a run here read 97
-// GFLOP/s on 1.0 of 2 cores, then 180 in the rounds after it) measured the machine's load,
-// which would have put every decode and GRPO step "under" its floor. (Another run read 154
-// at the ceiling's shape and 177 at the down projection's minutes later; its GRPO step came
-// out at 0.96 of floors at 162, the fastest of the others.)
+// the forward's, the train step's and the generation's rounds and beside the GRPO steps, and
+// the MLP's down projection through OpenBLAS on the pool in the gemm section, and the floors
+// take the fastest median of them: a rate is a ceiling, and a section measured while another
+// process held a core (a run here read 97 GFLOP/s on 1.0 of 2 cores, then 180 in the rounds
+// after it) measured the machine's load, which would have put every decode and GRPO step
+// "under" its floor. (Another run read 154 at the ceiling's shape and 177 at the down
+// projection's minutes later; its GRPO step came out at 0.96 of floors at 162, the fastest of
+// the others. A third read 170 in the gemm section and ran its 64-row decode steps 11% faster
+// than the runs beside it: a window faster than every one the rate was sampled in.)
 func (b *bench) floorRate() series {
 	if b.device != "cpu" {
 		return b.gemm.pool
@@ -133,7 +135,7 @@ func (b *bench) floorRate() series {
 	if b.threads == 1 {
 		best = b.gemm.single
 	}
-	for _, s := range []series{b.gemm.poolProj, b.fwdRate, b.trainRate} {
+	for _, s := range []series{b.gemm.poolProj, b.fwdRate, b.trainRate, b.genRate, b.grpoRate} {
 		if s.ok() && (!best.ok() || s.median() > best.median()) {
 			best = s
 		}
@@ -142,15 +144,41 @@ func (b *bench) floorRate() series {
 }
 
 // bandwidthRate is the memory bandwidth the floors use, and which samples it is: on the CPU
-// the faster median of the gemm section's samples and those taken in the generation rounds,
-// for the reason floorRate gives (a run here read 21.8 GB/s in a gemm section disturbed by
-// another process, and every 8-row decode floor inherited it); on a device, its copy
-// bandwidth.
+// the fastest median of the gemm section's samples, those taken in the generation rounds and
+// those beside the GRPO steps, for the reason floorRate gives (a run here read 21.8 GB/s in a
+// gemm section disturbed by another process, and every 8-row decode floor inherited it); on a
+// device, its copy bandwidth.
 func (b *bench) bandwidthRate() (series, string) {
-	if b.device == "cpu" && b.genBandwidth.ok() && (!b.gemm.bandwidth.ok() || b.genBandwidth.median() > b.gemm.bandwidth.median()) {
-		return b.genBandwidth, "sampled in the generation rounds"
+	best, name := b.gemm.bandwidth, "the gemm section's"
+	if b.device != "cpu" {
+		return best, name
 	}
-	return b.gemm.bandwidth, "the gemm section's"
+	for _, c := range []struct {
+		s    series
+		name string
+	}{{b.genBandwidth, "sampled in the generation rounds"}, {b.grpoBandwidth, "sampled beside the GRPO steps"}} {
+		if c.s.ok() && (!best.ok() || c.s.median() > best.median()) {
+			best, name = c.s, c.name
+		}
+	}
+	return best, name
+}
+
+// floorRateSampler is the sampler of floorRate's product that the CPU sections run beside
+// their workloads, made once.
+func (b *bench) floorRateSampler() *gemmSampler {
+	if b.rateSampler == nil {
+		b.rateSampler = newGEMMSampler(b.be, b.warmup, "SGEMM floor rate", gemmN, gemmC, gemmOC, true)
+	}
+	return b.rateSampler
+}
+
+// floorBandwidthSampler is bandwidthRate's sampler, likewise; its 1 GiB buffer is touched once.
+func (b *bench) floorBandwidthSampler() *bandwidthSampler {
+	if b.bwSampler == nil {
+		b.bwSampler = newBandwidthSampler(b.threads)
+	}
+	return b.bwSampler
 }
 
 // rateName says which rate floorRate is.

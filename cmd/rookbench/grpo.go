@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
+	"time"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/grpo"
@@ -122,7 +124,20 @@ func (b *bench) runGRPO() {
 	cfg.Beta, cfg.MicroBatch = 0.02, 16
 	var roll, refT, upd, tot, tps []float64
 	var work []grpoWork
+	var rates, bws []sample
 	for i := range b.warmup + min(b.runs, grpoRuns) {
+		if b.device == "cpu" {
+			// The floors' rates, sampled beside the steps they bound (floorRate, bandwidthRate).
+			r, bw := b.sampleFloorRates(gen8Repeat)
+			var gb []string
+			for _, s := range bw {
+				gb = append(gb, fmt.Sprintf("%.1f", gbps(s)))
+			}
+			progress("  grpo step %d: SGEMM floor rate %.1f GFLOP/s, memory read bandwidth %s GB/s", i+1, b.rateSampler.rate(r), strings.Join(gb, ", "))
+			if i >= b.warmup {
+				rates, bws = append(rates, r), append(bws, bw...)
+			}
+		}
 		batch, err := sampler.Generate(context.Background(), prompts,
 			rollout.Config{Group: genGroup, MaxNewTokens: genNew, Temperature: 1, Seed: uint64(100 + i)})
 		if err != nil {
@@ -149,12 +164,36 @@ func (b *bench) runGRPO() {
 		work = append(work, countGRPO(b.model.Config, b.model.Layout.Total, batch))
 	}
 	b.grpo = grpoPhases{measured(roll), measured(refT), measured(upd), measured(tot), measured(tps), work}
+	if len(rates) > 0 {
+		b.grpoRate, b.grpoBandwidth = fromRuns(rates, b.rateSampler.rate), fromRuns(bws, gbps)
+	}
+}
+
+// sampleFloorRates takes one sample of the floors' SGEMM rate and bw of the memory
+// bandwidth, each after a collection and a pause as alternate takes its samples.
+func (b *bench) sampleFloorRates(bw int) (sample, []sample) {
+	one := func(run func() sample) sample {
+		collect()
+		time.Sleep(settle)
+		return run()
+	}
+	gs, bs := b.floorRateSampler(), b.floorBandwidthSampler()
+	r := one(gs.sample)
+	var out []sample
+	for range bw {
+		out = append(out, one(bs.sample))
+	}
+	return r, out
 }
 
 func (b *bench) grpoRows(add func(Row)) {
 	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16; floors at the measured SGEMM rate and bandwidth",
 		genPrompts, genGroup, genPromptLen, genNew)
 	p := b.grpo
+	if b.grpoRate.ok() {
+		add(valueRow(gr, "gemm.pool_grpo", "the floors' SGEMM product on the pool, sampled before each step", "GFLOP/s", b.grpoRate, 0))
+		add(valueRow(gr, "mem.bandwidth_grpo", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB, sampled before each step", b.threads), "GB/s", b.grpoBandwidth, 0))
+	}
 	gemm := b.floorRate()
 	// Floors per timed step, then their medians beside the phases' medians.
 	var fRoll, fRef, fUpd, fTot, gflops []float64

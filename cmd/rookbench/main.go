@@ -25,7 +25,8 @@
 //	             the logits (no softmax); and the real rollout path at the same shapes
 //	             (rollout.Sampler.Generate, sampled at T=1, logprobs recorded, 64 new tokens =
 //	             63 decode steps); on the CPU, the decode steps of 64 and 8 rows again by phase
-//	             (phases.go)
+//	             (phases.go); on the CPU its rounds also sample the floors' SGEMM rate and
+//	             the memory bandwidth
 //	torchgen     the same greedy generation in PyTorch (bench/torch_generate.py): a
 //	             past_key_values cache grown by torch.cat, one decode step = one forward of 64
 //	             new tokens
@@ -35,7 +36,8 @@
 //	grpo         one full GRPO step of the engine at the same shapes (β = 0.02, so the reference
 //	             model runs), split by phase: rollout, reference forward, update (at most 3 timed
 //	             steps, so that their median passes over one disturbed step: one takes about
-//	             35 s on two cores)
+//	             35 s on two cores); on the CPU the floors' SGEMM rate and the memory bandwidth
+//	             are sampled before each step
 //	mem          peak resident memory against the analytic size (gpt2.Footprint) for the GRPO
 //	             step of the main job on the default model's architecture, the default model's
 //	             SFT step and the GRPO step of GPT-2 124M, each in a child process of its own
@@ -332,6 +334,11 @@ type bench struct {
 	gen8Dec              series                  // the same for 8 sequences (1 prompt × 8), decode ms
 	genPhases            map[string]decodePhases // a decode step by phase, per decode key ("", "8")
 	genBandwidth         series                  // the memory read bandwidth sampled in the generation rounds (CPU), GB/s
+	genRate              series                  // the floors' SGEMM rate sampled in the generation rounds (CPU), GFLOP/s
+	grpoRate             series                  // the floors' SGEMM rate sampled beside the GRPO steps (CPU), GFLOP/s
+	grpoBandwidth        series                  // the memory read bandwidth sampled beside the GRPO steps (CPU), GB/s
+	rateSampler          *gemmSampler            // the floors' SGEMM rate, one sampler for every section (floorSamplers)
+	bwSampler            *bandwidthSampler       // the memory read bandwidth, likewise
 	genTotal             series                  // ms of the whole generation
 	sampler              series                  // rollout.Sampler, tok/s
 	samplerSteps         int
@@ -566,7 +573,7 @@ func (b *bench) runSteps() {
 	floorF, floorT := &contender{name: "SGEMM floor rate"}, &contender{name: "SGEMM floor rate"}
 	var floor *gemmSampler
 	if steps != nil && b.device == "cpu" {
-		floor = newGEMMSampler(b.be, b.warmup, "SGEMM floor rate", gemmN, gemmC, gemmOC, true)
+		floor = b.floorRateSampler()
 		floorF.run = func() (sample, error) { return floor.sample(), nil }
 		floorT.run = floorF.run
 	}
@@ -637,13 +644,16 @@ func (b *bench) runGen() {
 	cat := &contender{name: "torch (torch.cat cache)"}
 	stat := &contender{name: "torch (static cache)"}
 	bw := &contender{name: "memory read bandwidth", repeat: gen8Repeat}
-	if b.sel["gen"] && b.device == "cpu" {
-		// The decode floors' bandwidth, sampled beside the steps it bounds (bandwidthRate).
-		bs := newBandwidthSampler(b.threads)
-		bw.run = func() (sample, error) { return bs.sample(), nil }
-	}
+	rate := &contender{name: "SGEMM floor rate"}
 	if b.sel["gen"] {
 		err := b.loadModel()
+		if err == nil && b.device == "cpu" {
+			// The decode floors' rates, sampled beside the steps they bound (floorRate,
+			// bandwidthRate).
+			bs, gs := b.floorBandwidthSampler(), b.floorRateSampler()
+			bw.run = func() (sample, error) { return bs.sample(), nil }
+			rate.run = func() (sample, error) { return gs.sample(), nil }
+		}
 		var g *engineGen
 		if err == nil {
 			g, err = newEngineGen(b.model, b.threads, genPrompts, genGroup)
@@ -673,7 +683,7 @@ func (b *bench) runGen() {
 			}
 		}
 	}
-	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp, eng8, bw)
+	alternate("generation", b.warmup, b.genRuns, eng, cat, stat, smp, eng8, bw, rate)
 	if b.sel["gen"] && b.device == "cpu" && eng.err == nil {
 		b.genPhases = map[string]decodePhases{}
 		for _, d := range []struct {
@@ -690,7 +700,7 @@ func (b *bench) runGen() {
 		}
 	}
 	if bw.run != nil {
-		b.genBandwidth = bw.series(gbps)
+		b.genBandwidth, b.genRate = bw.series(gbps), rate.series(b.rateSampler.rate)
 	}
 	prefill := func(s sample) float64 { return s.prefill }
 	decode := func(s sample) float64 { return s.decode }
@@ -853,6 +863,9 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 			_, bwName := b.bandwidthRate()
 			if b.genBandwidth.ok() {
 				add(valueRow(gr, "mem.bandwidth_gen", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB, sampled in these rounds", b.threads), "GB/s", b.genBandwidth, 0))
+			}
+			if b.genRate.ok() {
+				add(valueRow(gr, "gemm.pool_gen", "the floors' SGEMM product on the pool, sampled in these rounds", "GFLOP/s", b.genRate, 0))
 			}
 			for _, d := range []struct {
 				rows, prompts int

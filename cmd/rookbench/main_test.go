@@ -605,6 +605,14 @@ func TestFloorRateFastest(t *testing.T) {
 	if got := b.floorRate().median(); got != 195 {
 		t.Errorf("a faster down projection in the gemm section: %v, want 195", got)
 	}
+	b.genRate = measured([]float64{199, 198, 120}) // one sample preempted
+	if got := b.floorRate().median(); got != 198 {
+		t.Errorf("a faster window in the generation rounds: %v, want 198", got)
+	}
+	b.grpoRate = measured([]float64{201, 200, 202})
+	if got := b.floorRate().median(); got != 201 {
+		t.Errorf("a faster window beside the GRPO steps: %v, want 201", got)
+	}
 	b.device = "cuda"
 	b.gemm.pool = measured([]float64{50000})
 	if got := b.floorRate().median(); got != 50000 {
@@ -612,8 +620,9 @@ func TestFloorRateFastest(t *testing.T) {
 	}
 }
 
-// TestBandwidthRateFastest: the floors' bandwidth is the faster median of the gemm section's
-// samples and the generation rounds', and says which; a device keeps its own copy bandwidth.
+// TestBandwidthRateFastest: the floors' bandwidth is the fastest median of the gemm section's
+// samples, the generation rounds' and those beside the GRPO steps, and says which; a device
+// keeps its own copy bandwidth.
 func TestBandwidthRateFastest(t *testing.T) {
 	b := &bench{device: "cpu", threads: 2}
 	b.gemm.bandwidth = measured([]float64{21.8, 22, 21}) // the gemm section under another process's load
@@ -627,6 +636,10 @@ func TestBandwidthRateFastest(t *testing.T) {
 	b.gemm.bandwidth = measured([]float64{35})
 	if got, where := b.bandwidthRate(); got.median() != 35 || !strings.Contains(where, "gemm") {
 		t.Errorf("a faster gemm section: %v (%s), want 35 from the gemm section", got.median(), where)
+	}
+	b.grpoBandwidth = measured([]float64{34, 36, 37})
+	if got, where := b.bandwidthRate(); got.median() != 36 || !strings.Contains(where, "GRPO") {
+		t.Errorf("a faster window beside the GRPO steps: %v (%s), want 36 from there", got.median(), where)
 	}
 	b.device = "cuda"
 	b.gemm.bandwidth, b.genBandwidth = measured([]float64{2000}), measured([]float64{40})
