@@ -337,8 +337,8 @@ type bench struct {
 	genRate              series                  // the floors' SGEMM rate sampled in the generation rounds (CPU), GFLOP/s
 	grpoRate             series                  // the floors' SGEMM rate sampled beside the GRPO steps (CPU), GFLOP/s
 	grpoBandwidth        series                  // the memory read bandwidth sampled beside the GRPO steps (CPU), GB/s
-	rateSampler          *gemmSampler            // the floors' SGEMM rate, one sampler for every section (floorSamplers)
-	bwSampler            *bandwidthSampler       // the memory read bandwidth, likewise
+	rateSampler          *gemmSampler            // the floors' SGEMM rate, one sampler for every section (floorRateSampler)
+	bwSampler            *bandwidthSampler       // the memory read bandwidth, likewise (floorBandwidthSampler)
 	genTotal             series                  // ms of the whole generation
 	sampler              series                  // rollout.Sampler, tok/s
 	samplerSteps         int
@@ -932,7 +932,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	if b.device != "cpu" {
 		b.devMemRows(add)
 	}
-	rep.Rows = flagLooseFloors(flagDegraded(rows, b.torchInfo))
+	rep.Rows = flagStepsBelowFloor(flagLooseFloors(flagDegraded(rows, b.torchInfo)), b.kernelEdge())
 	proc := m.CPU
 	if d := b.deviceName(); d != "" {
 		proc, _, _ = strings.Cut(d, " (") // the GPU the figures are of, not the host
@@ -1195,6 +1195,41 @@ func flagLooseFloors(rows []Row) []Row {
 		}
 	}
 	return rows
+}
+
+// stepFLOPFloors are the ratios of whole workloads to floors of FLOPs at the SGEMM rate
+// (flagStepsBelowFloor).
+var stepFLOPFloors = []string{"floor.forward_ratio", "floor.train_ratio", "floor.grpo_reference_ratio", "floor.grpo_update_ratio", "floor.grpo_total_ratio"}
+
+// flagStepsBelowFloor marks the ratios of stepFLOPFloors below edge, the fastest the
+// engine's own products ran against the floors' rate in the gemm section (kernelEdge): a
+// workload is its products and more, so one that ran faster than its products can was timed
+// in a faster window than every sample of the rate it is divided by, and its ratio reads low.
+// A run here put a train step at 0.89 of floors paired with rate samples of its rounds, one
+// of them slowed to half the rate by another process while the step beside it was not.
+func flagStepsBelowFloor(rows []Row, edge float64) []Row {
+	for i, r := range rows {
+		if !slices.Contains(stepFLOPFloors, r.Key) || r.Median == nil || *r.Median >= edge {
+			continue
+		}
+		why := fmt.Sprintf("LOOSE FLOOR (the step took %.2fx of its floor, and the engine's own products %.2fx of theirs: the rate was sampled while the machine was slower than when the step ran, so this ratio reads low).", *r.Median, edge)
+		rows[i].Note = strings.TrimSpace(why + " " + r.Note)
+		rows[i].Loose = true
+	}
+	return rows
+}
+
+// kernelEdge is the time the engine's own products took against OpenBLAS's on the pool in
+// the gemm section, at the faster of the two shapes there, and at most 1: the least a workload
+// of products can take of its FLOP floor.
+func (b *bench) kernelEdge() float64 {
+	edge := 1.0
+	for _, p := range [][2]series{{b.gemm.pool, b.gemm.forward}, {b.gemm.poolProj, b.gemm.forwardProj}} {
+		if p[0].ok() && p[1].ok() {
+			edge = min(edge, p[0].median()/p[1].median())
+		}
+	}
+	return edge
 }
 
 // summaryKeys are the ratios make bench ends with, by stable key.

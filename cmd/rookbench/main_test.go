@@ -517,6 +517,39 @@ func TestLooseFloors(t *testing.T) {
 	}
 }
 
+// A whole step that took less of its FLOP floor than the engine's own products took of
+// theirs was timed in a faster window than its rate: its ratio is flagged, in the row and the
+// summary. At or above that edge nothing is, nor are ratios that are not whole steps'.
+func TestStepsBelowFloor(t *testing.T) {
+	b := &bench{}
+	b.gemm.pool, b.gemm.forward = measured([]float64{176}), measured([]float64{183})         // MatMul 4% faster
+	b.gemm.poolProj, b.gemm.forwardProj = measured([]float64{177}), measured([]float64{170}) // here slower
+	edge := b.kernelEdge()
+	if math.Abs(edge-176.0/183) > 1e-12 {
+		t.Fatalf("edge %v, want 176/183", edge)
+	}
+	if got := (&bench{}).kernelEdge(); got != 1 {
+		t.Errorf("without a gemm section the edge is %v, want 1", got)
+	}
+	v := func(x float64) *float64 { return &x }
+	rows := flagStepsBelowFloor([]Row{
+		{Key: "floor.forward_ratio", Median: v(0.97), Note: "paired runs"},
+		{Key: "floor.train_ratio", Median: v(0.89), Note: "paired runs"},
+		{Key: "floor.grpo_total_ratio", Median: v(edge)},
+		{Key: "floor.decode_ratio8", Median: v(0.5)}, // a bytes floor: the cache may hold weights
+		{Key: "gemm.forward_vs_floor", Median: v(0.5)},
+	}, edge)
+	for _, r := range rows {
+		want := r.Key == "floor.train_ratio"
+		if r.Loose != want || want && (!strings.HasPrefix(r.Note, "LOOSE FLOOR (the step took 0.89x") || !strings.HasSuffix(r.Note, "reads low). paired runs")) {
+			t.Errorf("%s: loose %v, note %q", r.Key, r.Loose, r.Note)
+		}
+	}
+	if got, want := summary(rows, "Zen 4"), "summary (Zen 4): engine / floor: forward 0.970x, train 0.890x (loose floor), decode8 0.500x, grpo 0.962x"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+}
+
 // A peer that ran degraded kernels is flagged in its rows and in the engine's ratios
 // against it, and the summary says so; the summary names the processor and reads the
 // stable keys.
