@@ -131,16 +131,12 @@ func (b *bench) floorRate() series {
 	if b.device != "cpu" {
 		return b.gemm.pool
 	}
-	best := b.gemm.pool
+	base := b.gemm.pool
 	if b.threads == 1 {
-		best = b.gemm.single
+		base = b.gemm.single
 	}
-	for _, s := range []series{b.gemm.poolProj, b.fwdRate, b.trainRate, b.genRate, b.grpoRate} {
-		if s.ok() && (!best.ok() || s.median() > best.median()) {
-			best = s
-		}
-	}
-	return best
+	return fastest(namedSeries{s: base}, namedSeries{s: b.gemm.poolProj}, namedSeries{s: b.fwdRate},
+		namedSeries{s: b.trainRate}, namedSeries{s: b.genRate}, namedSeries{s: b.grpoRate}).s
 }
 
 // bandwidthRate is the memory bandwidth the floors use, and which samples it is: on the CPU
@@ -149,19 +145,30 @@ func (b *bench) floorRate() series {
 // gemm section disturbed by another process, and every 8-row decode floor inherited it); on a
 // device, its copy bandwidth.
 func (b *bench) bandwidthRate() (series, string) {
-	best, name := b.gemm.bandwidth, "the gemm section's"
+	gemm := namedSeries{b.gemm.bandwidth, "the gemm section's"}
 	if b.device != "cpu" {
-		return best, name
+		return gemm.s, gemm.name
 	}
-	for _, c := range []struct {
-		s    series
-		name string
-	}{{b.genBandwidth, "sampled in the generation rounds"}, {b.grpoBandwidth, "sampled beside the GRPO steps"}} {
-		if c.s.ok() && (!best.ok() || c.s.median() > best.median()) {
-			best, name = c.s, c.name
+	best := fastest(gemm, namedSeries{b.genBandwidth, "sampled in the generation rounds"}, namedSeries{b.grpoBandwidth, "sampled beside the GRPO steps"})
+	return best.s, best.name
+}
+
+// namedSeries is a series of rates and which samples they are.
+type namedSeries struct {
+	s    series
+	name string
+}
+
+// fastest is the measured candidate of the highest median, the first of them on a tie; the
+// first candidate when none was measured.
+func fastest(cands ...namedSeries) namedSeries {
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if c.s.ok() && (!best.s.ok() || c.s.median() > best.s.median()) {
+			best = c
 		}
 	}
-	return best, name
+	return best
 }
 
 // floorRateSampler is the sampler of floorRate's product that the CPU sections run beside

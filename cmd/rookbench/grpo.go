@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
-	"time"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/grpo"
@@ -124,25 +122,22 @@ func (b *bench) runGRPO() {
 	cfg.Beta, cfg.MicroBatch = 0.02, 16
 	var roll, refT, upd, tot, tps []float64
 	var work []grpoWork
-	var rates, bws []sample
-	for i := range b.warmup + min(b.runs, grpoRuns) {
-		if b.device == "cpu" {
-			// The floors' rates, sampled beside the steps they bound (floorRate, bandwidthRate).
-			r, bw := b.sampleFloorRates(gen8Repeat)
-			var gb []string
-			for _, s := range bw {
-				gb = append(gb, fmt.Sprintf("%.1f", gbps(s)))
-			}
-			progress("  grpo step %d: SGEMM floor rate %.1f GFLOP/s, memory read bandwidth %s GB/s", i+1, b.rateSampler.rate(r), strings.Join(gb, ", "))
-			if i >= b.warmup {
-				rates, bws = append(rates, r), append(bws, bw...)
-			}
-		}
+	// The floors' rates are sampled before each step they bound (floorRate, bandwidthRate),
+	// in alternate's rounds as every other section samples them.
+	rate := &contender{name: "SGEMM floor rate"}
+	bw := &contender{name: "memory read bandwidth", repeat: gen8Repeat}
+	if b.device == "cpu" {
+		gs, bs := b.floorRateSampler(), b.floorBandwidthSampler()
+		rate.run = func() (sample, error) { return gs.sample(), nil }
+		bw.run = func() (sample, error) { return bs.sample(), nil }
+	}
+	i := 0 // the step: its sampling seed, and whether it is a warm-up step
+	step := &contender{name: "step", run: func() (sample, error) {
+		defer func() { i++ }()
 		batch, err := sampler.Generate(context.Background(), prompts,
 			rollout.Config{Group: genGroup, MaxNewTokens: genNew, Temperature: 1, Seed: uint64(100 + i)})
 		if err != nil {
-			fail(err)
-			return
+			return sample{}, err
 		}
 		batch.Rewards = make([]float64, len(batch.Completions))
 		for k, c := range batch.Completions {
@@ -152,38 +147,25 @@ func (b *bench) runGRPO() {
 		}
 		m, err := tr.Step(context.Background(), batch, cfg)
 		if err != nil {
-			fail(err)
-			return
+			return sample{}, err
 		}
 		progress("  grpo step %d: rollout %.1f s, reference %.1f s, update %.1f s", i+1, m["time/rollout"], m["time/reference"], m["time/update"])
-		if i < b.warmup {
-			continue
+		if i >= b.warmup {
+			roll, refT, upd = append(roll, m["time/rollout"]), append(refT, m["time/reference"]), append(upd, m["time/update"])
+			tot, tps = append(tot, m["time/total"]), append(tps, m["tokens_per_sec"])
+			work = append(work, countGRPO(b.model.Config, b.model.Layout.Total, batch))
 		}
-		roll, refT, upd = append(roll, m["time/rollout"]), append(refT, m["time/reference"]), append(upd, m["time/update"])
-		tot, tps = append(tot, m["time/total"]), append(tps, m["tokens_per_sec"])
-		work = append(work, countGRPO(b.model.Config, b.model.Layout.Total, batch))
+		return sample{}, nil
+	}}
+	alternate("grpo", b.warmup, min(b.runs, grpoRuns), rate, bw, step)
+	if step.err != nil {
+		fail(step.err)
+		return
 	}
 	b.grpo = grpoPhases{measured(roll), measured(refT), measured(upd), measured(tot), measured(tps), work}
-	if len(rates) > 0 {
-		b.grpoRate, b.grpoBandwidth = fromRuns(rates, b.rateSampler.rate), fromRuns(bws, gbps)
+	if rate.run != nil {
+		b.grpoRate, b.grpoBandwidth = rate.series(b.rateSampler.rate), bw.series(gbps)
 	}
-}
-
-// sampleFloorRates takes one sample of the floors' SGEMM rate and bw of the memory
-// bandwidth, each after a collection and a pause as alternate takes its samples.
-func (b *bench) sampleFloorRates(bw int) (sample, []sample) {
-	one := func(run func() sample) sample {
-		collect()
-		time.Sleep(settle)
-		return run()
-	}
-	gs, bs := b.floorRateSampler(), b.floorBandwidthSampler()
-	r := one(gs.sample)
-	var out []sample
-	for range bw {
-		out = append(out, one(bs.sample))
-	}
-	return r, out
 }
 
 func (b *bench) grpoRows(add func(Row)) {

@@ -1188,13 +1188,18 @@ func flagLooseFloors(rows []Row) []Row {
 	for i, r := range rows {
 		for _, step := range []string{"floor.decode_ratio", "floor.decode_phases_ratio"} {
 			if d, ok := strings.CutPrefix(r.Key, step); ok && len(below[d]) > 0 {
-				why := "LOOSE FLOOR (" + strings.Join(below[d], ", ") + " in the clocked runs: the bandwidth was measured while the machine was slower than when the step ran, so this ratio reads low)."
-				rows[i].Note = strings.TrimSpace(why + " " + r.Note)
-				rows[i].Loose = true
+				rows[i].markLoose(strings.Join(below[d], ", ") + " in the clocked runs: the bandwidth was measured while the machine was slower than when the step ran")
 			}
 		}
 	}
 	return rows
+}
+
+// markLoose flags a ratio whose floor the run showed to be too slow, saying why before the
+// row's own note.
+func (r *Row) markLoose(why string) {
+	r.Note = strings.TrimSpace("LOOSE FLOOR (" + why + ", so this ratio reads low). " + r.Note)
+	r.Loose = true
 }
 
 // stepFLOPFloors are the ratios of whole workloads to floors of FLOPs at the SGEMM rate
@@ -1212,9 +1217,7 @@ func flagStepsBelowFloor(rows []Row, edge float64) []Row {
 		if !slices.Contains(stepFLOPFloors, r.Key) || r.Median == nil || *r.Median >= edge {
 			continue
 		}
-		why := fmt.Sprintf("LOOSE FLOOR (the step took %.2fx of its floor, and the engine's own products %.2fx of theirs: the rate was sampled while the machine was slower than when the step ran, so this ratio reads low).", *r.Median, edge)
-		rows[i].Note = strings.TrimSpace(why + " " + r.Note)
-		rows[i].Loose = true
+		rows[i].markLoose(fmt.Sprintf("the step took %.2fx of its floor, and the engine's own products %.2fx of theirs: the rate was sampled while the machine was slower than when the step ran", *r.Median, edge))
 	}
 	return rows
 }
