@@ -15,6 +15,12 @@ type job interface {
 // pool runs jobs over a fixed set of goroutines. Items are cut into chunks of a fixed grain;
 // workers claim chunks in any order, so a job must make each chunk's result independent of
 // which worker ran it (per-chunk partial results, never per-worker ones, for reductions).
+//
+// A helper parks as soon as its job is done. Spinning for the next one instead (helpers and
+// the caller each for up to 100 µs before parking, so that a decode step's calls, a few µs
+// apart, wake no one) saves the 23-32 µs a wake-up costs here, yet made the 8-row decode
+// step's products 11% slower (at 64 rows 6% faster; three alternated rookbench runs each, the
+// project's AMD EPYC).
 type pool struct {
 	workers int
 	wake    []chan struct{}
