@@ -116,14 +116,14 @@ func deviceBandwidth(be backend.Backend, warmup, runs int) series {
 	return fromRuns(out, func(s sample) float64 { return 2 * reps * devBandwidthBytes / s.ms / 1e6 })
 }
 
-// floorRate is the SGEMM rate the floors use: the CPU backend's pool (its one thread with
-// -threads 1), or the device's peak product. On the CPU the same product is also sampled in
-// the forward's, the train step's and the generation's rounds and beside the GRPO steps, and
-// the MLP's down projection through OpenBLAS on the pool in the gemm section, and the floors
-// take the fastest median of them: a rate is a ceiling, and a section measured while another
-// process held a core (a run here read 97 GFLOP/s on 1.0 of 2 cores, then 180 in the rounds
-// after it) measured the machine's load, which would have put every decode and GRPO step
-// "under" its floor. (Another run read 154 at the ceiling's shape and 177 at the down
+// floorRate is the run's SGEMM rate, which a floor takes where its section sampled none of its
+// own (sectionFloors): the CPU backend's pool (its one thread with -threads 1), or the device's
+// peak product. On the CPU the same product is also sampled in the forward's, the train
+// step's and the generation's rounds and beside the GRPO steps, and the MLP's down projection
+// through OpenBLAS on the pool in the gemm section, and it is the fastest median of them: a
+// rate is a ceiling, and a section measured while another process held a core (a run here
+// read 97 GFLOP/s on 1.0 of 2 cores, then 180 in the rounds after it) measured the machine's
+// load, which would have put every decode and GRPO step "under" its floor. (Another run read 154 at the ceiling's shape and 177 at the down
 // projection's minutes later; its GRPO step came out at 0.96 of floors at 162, the fastest of
 // the others. A third read 170 in the gemm section and ran its 64-row decode steps 11% faster
 // than the runs beside it: a window faster than every one the rate was sampled in.)
@@ -139,7 +139,7 @@ func (b *bench) floorRate() series {
 		namedSeries{s: b.trainRate}, namedSeries{s: b.genRate}, namedSeries{s: b.grpoRate}).s
 }
 
-// bandwidthRate is the memory bandwidth the floors use, and which samples it is: on the CPU
+// bandwidthRate is the run's memory bandwidth, as floorRate is its rate, and which samples it is: on the CPU
 // the fastest median of the gemm section's samples, those taken in the generation rounds and
 // those beside the GRPO steps, for the reason floorRate gives (a run here read 21.8 GB/s in a
 // gemm section disturbed by another process, and every 8-row decode floor inherited it); on a
@@ -151,6 +151,24 @@ func (b *bench) bandwidthRate() (series, string) {
 	}
 	best := fastest(gemm, namedSeries{b.genBandwidth, "sampled in the generation rounds"}, namedSeries{b.grpoBandwidth, "sampled beside the GRPO steps"})
 	return best.s, best.name
+}
+
+// sectionFloors are the SGEMM rate and the memory bandwidth that bound a section's workload,
+// and what each is: on the CPU, the section's own samples of them, taken in the rounds of its
+// workload (alternate), as the forward's and the train step's rates are, so that a floor and
+// the step it bounds see the same machine; on a device, or when the section has none, the
+// run's (floorRate, bandwidthRate). The fastest of a run's samples is a window the step may
+// not have had: in one run here the gemm section read 44.3 GB/s and the generation rounds,
+// minutes later, 29.4, and the 8-row decode step came out at 1.92× a floor at the first and
+// 1.27× at the second. A floor sampled in a window slower than its step's is flagged loose
+// (flagLooseFloors, flagStepsBelowFloor).
+func (b *bench) sectionFloors(rate, bw series, where string) (gemm series, gemmName string, mem series, memName string) {
+	gemm, gemmName = b.floorRate(), b.rateName()
+	mem, memName = b.bandwidthRate()
+	if b.device == "cpu" && rate.ok() && bw.ok() {
+		return rate, gemmName + ", " + where, bw, where
+	}
+	return gemm, gemmName, mem, memName
 }
 
 // namedSeries is a series of rates and which samples they are.

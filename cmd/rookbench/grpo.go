@@ -122,8 +122,8 @@ func (b *bench) runGRPO() {
 	cfg.Beta, cfg.MicroBatch = 0.02, 16
 	var roll, refT, upd, tot, tps []float64
 	var work []grpoWork
-	// The floors' rates are sampled before each step they bound (floorRate, bandwidthRate),
-	// in alternate's rounds as every other section samples them.
+	// The floors' rates are sampled before each step they bound (sectionFloors), in
+	// alternate's rounds as every other section samples them.
 	rate := &contender{name: "SGEMM floor rate"}
 	bw := &contender{name: "memory read bandwidth", repeat: gen8Repeat}
 	if b.device == "cpu" {
@@ -169,17 +169,21 @@ func (b *bench) runGRPO() {
 }
 
 func (b *bench) grpoRows(add func(Row)) {
-	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16; floors at the measured SGEMM rate and bandwidth",
-		genPrompts, genGroup, genPromptLen, genNew)
+	const own = "sampled before each step"
+	gemm, _, bw, where := b.sectionFloors(b.grpoRate, b.grpoBandwidth, own)
+	if where != own {
+		where = "of the run (none sampled beside the steps)"
+	}
+	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16; floors at the SGEMM rate and bandwidth %s",
+		genPrompts, genGroup, genPromptLen, genNew, where)
 	p := b.grpo
 	if b.grpoRate.ok() {
 		add(valueRow(gr, "gemm.pool_grpo", "the floors' SGEMM product on the pool, sampled before each step", "GFLOP/s", b.grpoRate, 0))
 		add(valueRow(gr, "mem.bandwidth_grpo", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB, sampled before each step", b.threads), "GB/s", b.grpoBandwidth, 0))
 	}
-	gemm := b.floorRate()
 	// Floors per timed step, then their medians beside the phases' medians.
 	var fRoll, fRef, fUpd, fTot, gflops []float64
-	if bw, _ := b.bandwidthRate(); gemm.ok() && bw.ok() {
+	if gemm.ok() && bw.ok() {
 		ceil, bw := gemm.median()*1e9, bw.median()*1e9
 		for i, w := range p.work {
 			roll := w.prefill / ceil

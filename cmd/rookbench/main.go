@@ -25,8 +25,8 @@
 //	             the logits (no softmax); and the real rollout path at the same shapes
 //	             (rollout.Sampler.Generate, sampled at T=1, logprobs recorded, 64 new tokens =
 //	             63 decode steps); on the CPU, the decode steps of 64 and 8 rows again by phase
-//	             (phases.go); on the CPU its rounds also sample the floors' SGEMM rate and
-//	             the memory bandwidth
+//	             (phases.go); on the CPU its rounds also sample the SGEMM rate and the
+//	             memory bandwidth that its decode steps' floors take
 //	torchgen     the same greedy generation in PyTorch (bench/torch_generate.py): a
 //	             past_key_values cache grown by torch.cat, one decode step = one forward of 64
 //	             new tokens
@@ -36,8 +36,8 @@
 //	grpo         one full GRPO step of the engine at the same shapes (β = 0.02, so the reference
 //	             model runs), split by phase: rollout, reference forward, update (at most 3 timed
 //	             steps, so that their median passes over one disturbed step: one takes about
-//	             35 s on two cores); on the CPU the floors' SGEMM rate and the memory bandwidth
-//	             are sampled before each step
+//	             35 s on two cores); on the CPU the SGEMM rate and the memory bandwidth that
+//	             its floors take are sampled before each step
 //	mem          peak resident memory against the analytic size (gpt2.Footprint) for the GRPO
 //	             step of the main job on the default model's architecture, the default model's
 //	             SFT step and the GRPO step of GPT-2 124M, each in a child process of its own
@@ -648,8 +648,7 @@ func (b *bench) runGen() {
 	if b.sel["gen"] {
 		err := b.loadModel()
 		if err == nil && b.device == "cpu" {
-			// The decode floors' rates, sampled beside the steps they bound (floorRate,
-			// bandwidthRate).
+			// The decode floors' rates, sampled beside the steps they bound (sectionFloors).
 			bs, gs := b.floorBandwidthSampler(), b.floorRateSampler()
 			bw.run = func() (sample, error) { return bs.sample(), nil }
 			rate.run = func() (sample, error) { return gs.sample(), nil }
@@ -860,7 +859,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				r.Note = fmt.Sprintf("%d decode steps; logprobs recorded", b.samplerSteps)
 			}
 			add(r)
-			_, bwName := b.bandwidthRate()
+			rate, rateName, bw, bwName := b.sectionFloors(b.genRate, b.genBandwidth, "sampled in these rounds")
 			if b.genBandwidth.ok() {
 				add(valueRow(gr, "mem.bandwidth_gen", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB, sampled in these rounds", b.threads), "GB/s", b.genBandwidth, 0))
 			}
@@ -875,12 +874,12 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				// Cached positions read per step: each prompt once (its samples share it), then
 				// every row's own.
 				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
-				fl := b.decodeFloors(d.rows, cached, n, L, C, meanCtx)
+				fl := decodeFloors(d.rows, cached, n, L, C, meanCtx, rate, bw)
 				if d.key != "" {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
 				}
-				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, b.rateName()), "ms", fl.flop, 0)
+				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, rateName), "ms", fl.flop, 0)
 				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth (%s)", d.rows, bwName), "ms", fl.bytes, 0)
 				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
@@ -944,16 +943,15 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 	return rep
 }
 
-// decodeFloors are the floors of a decode step of rows tokens, in ms: its FLOPs at the
-// measured SGEMM rate (floorRate); the bytes it must read (every weight once, and the keys and values of
-// cached positions) at the measured memory bandwidth; and the sum of its two phases' floors.
+// decodeFloors are the floors of a decode step of rows tokens, in ms: its FLOPs at the SGEMM
+// rate gemm (GFLOP/s); the bytes it must read (every weight once, and the keys and values of
+// cached positions) at the memory bandwidth bw (GB/s); and the sum of its two phases' floors.
 // The phases are the products, bound by their FLOPs or by their weights' bytes, whichever
 // takes longer, and attention, bound by the cached keys and values it reads. Each layer's
 // attention needs the product before it and feeds the one after it, and on two cores that
 // do not share their execution units with a second thread, a core waiting on the cache's
 // bytes computes nothing meanwhile: the phases add.
-func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64) decodeFloor {
-	gemm := b.floorRate()
+func decodeFloors(rows int, cached float64, n, L, C int, meanCtx float64, gemm, bw series) decodeFloor {
 	productFLOP := float64(rows) * 2 * float64(n)
 	flop := productFLOP + float64(rows)*4*float64(L*C)*meanCtx
 	weightBytes, cacheBytes := 4*float64(n), cached*8*float64(L*C)
@@ -962,7 +960,7 @@ func (b *bench) decodeFloors(rows int, cached float64, n, L, C int, meanCtx floa
 	if gemm.ok() {
 		f.flop = measured([]float64{flop / (gemm.median() * 1e9) * 1e3})
 	}
-	if bw, _ := b.bandwidthRate(); bw.ok() {
+	if bw.ok() {
 		f.bytes = measured([]float64{(weightBytes + cacheBytes) / (bw.median() * 1e9) * 1e3})
 		attention := cacheBytes / (bw.median() * 1e9) * 1e3
 		f.attention = measured([]float64{attention})

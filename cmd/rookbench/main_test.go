@@ -465,6 +465,38 @@ func TestGRPORolloutFloor(t *testing.T) {
 	if r := rows["floor.grpo_rollout_s"]; r.Median == nil || math.Abs(*r.Median-0.07) > 1e-12 {
 		t.Errorf("rollout floor %+v, want 0.07 s", r)
 	}
+	// Sampled before each step at half the gemm section's rate and bandwidth, the floors are
+	// those samples': twice as long.
+	b.grpoRate, b.grpoBandwidth = measured([]float64{50}), measured([]float64{5})
+	b.grpoRows(func(r Row) { rows[r.Key] = r })
+	if r := rows["floor.grpo_rollout_s"]; r.Median == nil || math.Abs(*r.Median-0.14) > 1e-12 {
+		t.Errorf("rollout floor at the steps' own samples %+v, want 0.14 s", r)
+	}
+}
+
+// TestSectionFloors: a section's floors take the rate and bandwidth it sampled in its own
+// rounds, however fast the run's other samples were; the run's, where it sampled none, or on
+// a device.
+func TestSectionFloors(t *testing.T) {
+	b := &bench{device: "cpu", threads: 2}
+	b.gemm.pool, b.gemm.bandwidth = measured([]float64{180}), measured([]float64{44})
+	rate, rateName, bw, bwName := b.sectionFloors(series{}, series{}, "in the rounds")
+	if rate.median() != 180 || bw.median() != 44 || strings.Contains(rateName+bwName, "rounds") {
+		t.Errorf("none of its own: %v (%s), %v (%s), want the run's 180 and 44", rate.median(), rateName, bw.median(), bwName)
+	}
+	b.genRate, b.genBandwidth = measured([]float64{170, 172}), measured([]float64{29, 30, 31})
+	rate, rateName, bw, bwName = b.sectionFloors(b.genRate, b.genBandwidth, "in the rounds")
+	if rate.median() != 171 || bw.median() != 30 || !strings.HasSuffix(rateName, ", in the rounds") || bwName != "in the rounds" {
+		t.Errorf("its own: %v (%s), %v (%s), want 171 and 30 from the rounds", rate.median(), rateName, bw.median(), bwName)
+	}
+	fl := decodeFloors(8, 0, 1e8, 1, 1, 0, rate, bw)
+	if want := 4e8 / 30e9 * 1e3; math.Abs(fl.bytes.median()-want) > 1e-9 {
+		t.Errorf("8-row bytes floor %v ms, want %v (the weights at the rounds' 30 GB/s)", fl.bytes.median(), want)
+	}
+	b.device = "cuda"
+	if rate, _, bw, _ := b.sectionFloors(b.genRate, b.genBandwidth, "in the rounds"); rate.median() != 180 || bw.median() != 44 {
+		t.Errorf("a device: %v, %v, want its own 180 and 44", rate.median(), bw.median())
+	}
 }
 
 // A decode phase that beat its floor of bytes at the bandwidth shows the bandwidth was
