@@ -123,10 +123,10 @@ func deviceBandwidth(be backend.Backend, warmup, runs int) series {
 // through OpenBLAS on the pool in the gemm section, and it is the fastest median of them: a
 // rate is a ceiling, and a section measured while another process held a core (a run here
 // read 97 GFLOP/s on 1.0 of 2 cores, then 180 in the rounds after it) measured the machine's
-// load, which would have put every decode and GRPO step "under" its floor. (Another run read 154 at the ceiling's shape and 177 at the down
-// projection's minutes later; its GRPO step came out at 0.96 of floors at 162, the fastest of
-// the others. A third read 170 in the gemm section and ran its 64-row decode steps 11% faster
-// than the runs beside it: a window faster than every one the rate was sampled in.)
+// load. (Another run read 154 at the ceiling's shape and 177 at the down projection's minutes
+// later; its GRPO step came out at 0.96 of floors at 162, the fastest of the others. A third
+// read 170 in the gemm section and ran its 64-row decode steps 11% faster than the runs beside
+// it: a window faster than every one the rate was sampled in.)
 func (b *bench) floorRate() series {
 	if b.device != "cpu" {
 		return b.gemm.pool
@@ -139,11 +139,11 @@ func (b *bench) floorRate() series {
 		namedSeries{s: b.trainRate}, namedSeries{s: b.genRate}, namedSeries{s: b.grpoRate}).s
 }
 
-// bandwidthRate is the run's memory bandwidth, as floorRate is its rate, and which samples it is: on the CPU
-// the fastest median of the gemm section's samples, those taken in the generation rounds and
-// those beside the GRPO steps, for the reason floorRate gives (a run here read 21.8 GB/s in a
-// gemm section disturbed by another process, and every 8-row decode floor inherited it); on a
-// device, its copy bandwidth.
+// bandwidthRate is the run's memory bandwidth, as floorRate is its rate, and which samples it
+// is: on the CPU the fastest median of the gemm section's samples, those taken in the
+// generation rounds and those beside the GRPO steps, for the reason floorRate gives (a run
+// here read 21.8 GB/s in a gemm section disturbed by another process); on a device, its copy
+// bandwidth.
 func (b *bench) bandwidthRate() (series, string) {
 	gemm := namedSeries{b.gemm.bandwidth, "the gemm section's"}
 	if b.device != "cpu" {
