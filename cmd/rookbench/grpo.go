@@ -124,7 +124,7 @@ func (b *bench) runGRPO() {
 	var work []grpoWork
 	// The floors' rates are sampled before each step they bound (sectionFloors), in
 	// alternate's rounds as every other section samples them.
-	rate := &contender{name: "SGEMM floor rate"}
+	rate := &contender{name: "SGEMM floor rate", repeat: gen8Repeat}
 	bw := &contender{name: "memory read bandwidth", repeat: gen8Repeat}
 	if b.device == "cpu" {
 		gs, bs := b.floorRateSampler(), b.floorBandwidthSampler()

@@ -627,10 +627,14 @@ func (b *bench) runLLMC() {
 	b.llmc = s
 }
 
-// gen8Repeat is the 8-row generations, and the bandwidth reads beside them, in each round of
-// the generation section. One takes about 1.4 s, against 8 s for the 64-row one, and on the
-// project's shared machine the steps of one 8-row generation took from 18.8 to 26 ms against
-// those of the one before it (runs in a row, nothing else running): the median takes more.
+// gen8Repeat is the 8-row generations, and the bandwidth reads and SGEMM rate samples beside
+// them, in each round of the generation section (and the samples before each GRPO step). One
+// takes about 1.4 s, against 8 s for the 64-row one, and on the project's shared machine the
+// steps of one 8-row generation took from 18.8 to 26 ms against those of the one before it
+// (runs in a row, nothing else running): the median takes more. A floor takes its section's
+// samples (sectionFloors), so one sample of the rate per round was too few: in a run here two
+// of the three before the GRPO steps were slowed (their median 126.5 GFLOP/s, the third
+// 175.9), and the steps came out at 0.79 of a floor that loose.
 const gen8Repeat = 3
 
 // runGen alternates the engine's greedy generation, PyTorch's with each cache and the engine's
@@ -644,7 +648,7 @@ func (b *bench) runGen() {
 	cat := &contender{name: "torch (torch.cat cache)"}
 	stat := &contender{name: "torch (static cache)"}
 	bw := &contender{name: "memory read bandwidth", repeat: gen8Repeat}
-	rate := &contender{name: "SGEMM floor rate"}
+	rate := &contender{name: "SGEMM floor rate", repeat: gen8Repeat}
 	if b.sel["gen"] {
 		err := b.loadModel()
 		if err == nil && b.device == "cpu" {
