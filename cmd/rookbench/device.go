@@ -162,13 +162,19 @@ func (b *bench) bandwidthRate() (series, string) {
 // minutes later, 29.4, and the 8-row decode step came out at 1.92× a floor at the first and
 // 1.27× at the second. A floor sampled in a window slower than its step's is flagged loose
 // (flagLooseFloors, flagStepsBelowFloor).
-func (b *bench) sectionFloors(rate, bw series, where string) (gemm series, gemmName string, mem series, memName string) {
-	gemm, gemmName = b.floorRate(), b.rateName()
-	mem, memName = b.bandwidthRate()
+func (b *bench) sectionFloors(rate, bw series, where string) floorRates {
 	if b.device == "cpu" && rate.ok() && bw.ok() {
-		return rate, gemmName + ", " + where, bw, where
+		return floorRates{gemm: rate, bw: bw, gemmName: b.rateName() + ", " + where, bwName: where, own: true}
 	}
-	return gemm, gemmName, mem, memName
+	mem, memName := b.bandwidthRate()
+	return floorRates{gemm: b.floorRate(), bw: mem, gemmName: b.rateName(), bwName: memName}
+}
+
+// floorRates are a section's floors' SGEMM rate and memory bandwidth (sectionFloors).
+type floorRates struct {
+	gemm, bw         series
+	gemmName, bwName string // which samples each is
+	own              bool   // the section's own, not the run's
 }
 
 // namedSeries is a series of rates and which samples they are.

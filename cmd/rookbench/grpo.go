@@ -169,11 +169,12 @@ func (b *bench) runGRPO() {
 }
 
 func (b *bench) grpoRows(add func(Row)) {
-	const own = "sampled before each step"
-	gemm, _, bw, where := b.sectionFloors(b.grpoRate, b.grpoBandwidth, own)
-	if where != own {
+	fr := b.sectionFloors(b.grpoRate, b.grpoBandwidth, "sampled before each step")
+	where := fr.bwName
+	if !fr.own {
 		where = "of the run (none sampled beside the steps)"
 	}
+	gemm, bw := fr.gemm, fr.bw
 	gr := fmt.Sprintf("GRPO step, GPT-2 124M: %d prompts × group %d, %d-token prompts, ≤%d new tokens, β = 0.02, micro-batches of 16; floors at the SGEMM rate and bandwidth %s",
 		genPrompts, genGroup, genPromptLen, genNew, where)
 	p := b.grpo

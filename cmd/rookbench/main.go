@@ -863,7 +863,7 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				r.Note = fmt.Sprintf("%d decode steps; logprobs recorded", b.samplerSteps)
 			}
 			add(r)
-			rate, rateName, bw, bwName := b.sectionFloors(b.genRate, b.genBandwidth, "sampled in these rounds")
+			rates := b.sectionFloors(b.genRate, b.genBandwidth, "sampled in these rounds")
 			if b.genBandwidth.ok() {
 				add(valueRow(gr, "mem.bandwidth_gen", fmt.Sprintf("memory read bandwidth, %d threads over 1 GiB, sampled in these rounds", b.threads), "GB/s", b.genBandwidth, 0))
 			}
@@ -878,13 +878,13 @@ func (b *bench) report(start time.Time, loadBefore, order string) *Report {
 				// Cached positions read per step: each prompt once (its samples share it), then
 				// every row's own.
 				cached := float64(d.prompts*genPromptLen) + float64(d.rows)*(meanCtx-genPromptLen)
-				fl := decodeFloors(d.rows, cached, n, L, C, meanCtx, rate, bw)
+				fl := decodeFloors(d.rows, cached, n, L, C, meanCtx, rates.gemm, rates.bw)
 				if d.key != "" {
 					add(valueRow(gr, "engine.gen_decode_step_8", fmt.Sprintf("engine Decode step, %d tokens (1 prompt × %d; + argmax)", d.rows, d.rows),
 						"ms", d.eng, float64(d.rows)*(2*float64(n)+4*float64(L*C)*meanCtx)))
 				}
-				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, rateName), "ms", fl.flop, 0)
-				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth (%s)", d.rows, bwName), "ms", fl.bytes, 0)
+				fr := valueRow(gr, "floor.decode_flops"+d.key, fmt.Sprintf("  floor, %d rows: GEMM FLOPs at %s", d.rows, rates.gemmName), "ms", fl.flop, 0)
+				br := valueRow(gr, "floor.decode_bytes"+d.key, fmt.Sprintf("  floor, %d rows: weights + KV cache read at the memory bandwidth (%s)", d.rows, rates.bwName), "ms", fl.bytes, 0)
 				br.Note = fmt.Sprintf("%.0f MB of weights, %.0f MB of cached keys and values (each prompt's once)", 4*float64(n)/1e6, cached*8*float64(L*C)/1e6)
 				add(fr)
 				add(br)

@@ -480,22 +480,22 @@ func TestGRPORolloutFloor(t *testing.T) {
 func TestSectionFloors(t *testing.T) {
 	b := &bench{device: "cpu", threads: 2}
 	b.gemm.pool, b.gemm.bandwidth = measured([]float64{180}), measured([]float64{44})
-	rate, rateName, bw, bwName := b.sectionFloors(series{}, series{}, "in the rounds")
-	if rate.median() != 180 || bw.median() != 44 || strings.Contains(rateName+bwName, "rounds") {
-		t.Errorf("none of its own: %v (%s), %v (%s), want the run's 180 and 44", rate.median(), rateName, bw.median(), bwName)
+	fr := b.sectionFloors(series{}, series{}, "in the rounds")
+	if fr.gemm.median() != 180 || fr.bw.median() != 44 || strings.Contains(fr.gemmName+fr.bwName, "rounds") || fr.own {
+		t.Errorf("none of its own: %+v, want the run's 180 and 44", fr)
 	}
 	b.genRate, b.genBandwidth = measured([]float64{170, 172}), measured([]float64{29, 30, 31})
-	rate, rateName, bw, bwName = b.sectionFloors(b.genRate, b.genBandwidth, "in the rounds")
-	if rate.median() != 171 || bw.median() != 30 || !strings.HasSuffix(rateName, ", in the rounds") || bwName != "in the rounds" {
-		t.Errorf("its own: %v (%s), %v (%s), want 171 and 30 from the rounds", rate.median(), rateName, bw.median(), bwName)
+	fr = b.sectionFloors(b.genRate, b.genBandwidth, "in the rounds")
+	if fr.gemm.median() != 171 || fr.bw.median() != 30 || !strings.HasSuffix(fr.gemmName, ", in the rounds") || fr.bwName != "in the rounds" || !fr.own {
+		t.Errorf("its own: %+v, want 171 and 30 from the rounds", fr)
 	}
-	fl := decodeFloors(8, 0, 1e8, 1, 1, 0, rate, bw)
+	fl := decodeFloors(8, 0, 1e8, 1, 1, 0, fr.gemm, fr.bw)
 	if want := 4e8 / 30e9 * 1e3; math.Abs(fl.bytes.median()-want) > 1e-9 {
 		t.Errorf("8-row bytes floor %v ms, want %v (the weights at the rounds' 30 GB/s)", fl.bytes.median(), want)
 	}
 	b.device = "cuda"
-	if rate, _, bw, _ := b.sectionFloors(b.genRate, b.genBandwidth, "in the rounds"); rate.median() != 180 || bw.median() != 44 {
-		t.Errorf("a device: %v, %v, want its own 180 and 44", rate.median(), bw.median())
+	if fr := b.sectionFloors(b.genRate, b.genBandwidth, "in the rounds"); fr.gemm.median() != 180 || fr.bw.median() != 44 || fr.own {
+		t.Errorf("a device: %+v, want its own 180 and 44", fr)
 	}
 }
 
