@@ -59,7 +59,9 @@ func writeForever(path string) {
 	err := Write(path, func(w io.Writer) error {
 		io.WriteString(w, "P: half a row")
 		fmt.Println("writing")
-		select {}
+		for { // a sleeping goroutine, not select{}: the runtime ends a process whose goroutines all block forever
+			time.Sleep(time.Hour)
+		}
 	})
 	fmt.Fprintln(os.Stderr, "writer child:", err)
 	os.Exit(3)

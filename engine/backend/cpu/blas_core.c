@@ -4,7 +4,8 @@
 // a quarter of the speed of the AVX-512 ones on the same machine. rk_blas_fix_core undoes
 // that fallback: when OpenBLAS chose Prescott on its own (no OPENBLAS_CORETYPE in the
 // environment) on a processor with AVX-512 or AVX2, it selects the newest kernels of that
-// family OpenBLAS has. It must run before the first BLAS call.
+// family OpenBLAS has, AVX2's when avx512 is 0 (the engine capped at AVX2). It must run before
+// the first BLAS call.
 #include <stdlib.h>
 #include <strings.h>
 
@@ -24,12 +25,12 @@ static const char *set_core(const char *want) {
 	return openblas_get_corename();
 }
 
-const char *rk_blas_fix_core(void) {
+const char *rk_blas_fix_core(int avx512) {
 	const char *core = openblas_get_corename();
 	if (core == 0 || strcasecmp(core, "prescott") != 0 || getenv("OPENBLAS_CORETYPE") != 0) return core;
 	__builtin_cpu_init();
 	const char *want = 0;
-	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+	if (avx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
 	    __builtin_cpu_supports("avx512dq"))
 		want = __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
 	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))

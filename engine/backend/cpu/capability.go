@@ -77,5 +77,9 @@ func setupKernels() {
 		setDecode16(false)
 		C.rk_blas_cap_avx2()
 	}
-	C.rk_blas_fix_core()
+	avx512 := C.int(1)
+	if capped {
+		avx512 = 0 // a fallback to Prescott is fixed with AVX2's kernels, as the cap asks
+	}
+	C.rk_blas_fix_core(avx512)
 }

@@ -101,7 +101,7 @@ int rk_has_avx2_fma(void);
 int rk_has_avx512(void);
 // Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
 // Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.
-const char *rk_blas_fix_core(void);
+const char *rk_blas_fix_core(int avx512);
 // Makes OpenBLAS run its Haswell (AVX2) kernels in place of its AVX-512 ones (the backend's
 // kernels capped at AVX2); returns the kernels' name.
 const char *rk_blas_cap_avx2(void);
