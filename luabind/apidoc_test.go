@@ -354,7 +354,7 @@ func registeredAPI(t *testing.T, L *lua.LState) registered {
 		}
 		mt.ForEach(func(k, _ lua.LValue) {
 			switch k.String() {
-			case "__index", "__name", "__tostring", "__methods":
+			case "__index", "__name", "__tostring", "__methods", "__metatable": // __metatable: a confined recipe's read-only view
 			case "__len":
 				out.add(apiName{section: section, name: "#" + recv})
 			case "__newindex": // a field set and read by name
@@ -401,7 +401,7 @@ func requireModule(t *testing.T, L *lua.LState, name string) *lua.LTable {
 	if !ok {
 		t.Fatalf("module %s is not a table", name)
 	}
-	return mod
+	return realTable(mod) // a confined recipe sees a read-only view of it
 }
 
 // walkModule lists a module's functions and values; with sub, its tables are sub-modules

@@ -181,15 +181,17 @@ func batchStats(L *lua.LState) int {
 
 // rook.reward.fn(batch, f) scores each completion with a Lua function
 // f(prompt, text, completion) → number and sets the batch's rewards. Returns the rewards.
-func luaRewardFn(L *lua.LState) int {
+func (e *Env) luaRewardFn(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	f := L.CheckFunction(2)
 	r := make([]float64, len(b.b.Completions))
 	for i, c := range b.b.Completions {
-		if err := L.CallByParam(lua.P{Fn: f, NRet: 1, Protect: false},
-			lua.LString(b.prompts[c.Prompt]), lua.LString(c.Text), completionTable(L, b, i+1)); err != nil {
-			L.RaiseError("%s", err.Error())
-		}
+		e.guard.inLua(func() {
+			if err := L.CallByParam(lua.P{Fn: f, NRet: 1, Protect: false},
+				lua.LString(b.prompts[c.Prompt]), lua.LString(c.Text), completionTable(L, b, i+1)); err != nil {
+				L.RaiseError("%s", err.Error())
+			}
+		})
 		ret := L.Get(-1)
 		L.Pop(1)
 		v, ok := ret.(lua.LNumber)

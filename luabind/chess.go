@@ -2,7 +2,9 @@ package luabind
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/gob"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -636,31 +638,89 @@ func luaChessScore(L *lua.LState) int {
 
 // rook.chess.dataset(positions, engine, path, {rows=, env_fraction=, seed=, depth=, jsonl=,
 // public_best_quirk=, shuffle_candidates=, illegal_fraction=}) writes RookWorld training text
-// (P: rows labelled by Stockfish, A: rows by the rules) and returns its counts.
+// (P: rows labelled by Stockfish, A: rows by the rules) and returns its counts. With path nil
+// the positions must be a generator's (unguided): the text is a built artefact, kept in the
+// cache under a name that its settings and the engine determine, built once and found after;
+// the counts then also give its path and whether it was cached. A confined recipe, which
+// cannot write the cache, builds its data this way: what the cache holds depends on nothing
+// else it chose.
 func (e *Env) luaDataset(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	g := checkStockfish(L, 2)
+	if L.Get(3) == lua.LNil {
+		return e.cachedDataset(L, p, g)
+	}
 	path := L.CheckString(3)
 	e.mustPath(L, "write", path)
 	opt := rookworld.DatasetOptions{EnvFraction: 0.5}
 	options(L, 4, "rook.chess.dataset", &opt)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return pushErr(L, err)
-	}
-	var st rookworld.DatasetStats
-	ph := e.startPhase("rows for "+filepath.Base(path), opt.Rows)
-	opt.Progress = func(rows int) { ph.update(rows, opt.Rows) }
-	err := atomicfile.Write(path, func(w io.Writer) (err error) {
-		st, err = rookworld.BuildDataset(L.Context(), p.src, g.p, w, opt)
-		return err
-	})
-	ph.done()
+	st, err := e.buildDataset(L, p.src, g, path, opt)
 	if err != nil {
 		return pushErr(L, err)
 	}
+	L.Push(fromGo(L, datasetCounts(st)))
+	return 1
+}
+
+func (e *Env) buildDataset(L *lua.LState, src rookworld.Source, g *stockfishPool, path string, opt rookworld.DatasetOptions) (rookworld.DatasetStats, error) {
+	var st rookworld.DatasetStats
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return st, err
+	}
+	ph := e.startPhase("rows for "+filepath.Base(path), opt.Rows)
+	opt.Progress = func(rows int) { ph.update(rows, opt.Rows) }
+	err := atomicfile.Write(path, func(w io.Writer) (err error) {
+		st, err = rookworld.BuildDataset(L.Context(), src, g.p, w, opt)
+		return err
+	})
+	ph.done()
+	return st, err
+}
+
+func datasetCounts(st rookworld.DatasetStats) map[string]any {
 	b, _ := json.Marshal(st)
 	var m map[string]any
 	json.Unmarshal(b, &m)
-	L.Push(fromGo(L, m))
+	return m
+}
+
+// cachedDataset is rook.chess.dataset with no path: the text of a fresh generator source,
+// built in the cache under the hash of everything it depends on.
+func (e *Env) cachedDataset(L *lua.LState, p *positions, g *stockfishPool) int {
+	opt := rookworld.DatasetOptions{EnvFraction: 0.5}
+	options(L, 4, "rook.chess.dataset", &opt)
+	if p.spec.Kind != "generator" || p.spec.Generator.Engine != nil {
+		L.ArgError(1, "a dataset kept in the cache (path nil) is built from a generator's positions, not guided by an engine")
+	}
+	c := g.p.Config()
+	key, _ := json.Marshal(struct {
+		Generator rookworld.GeneratorOptions
+		Spec      rookworld.SourceSpec
+		Options   rookworld.DatasetOptions
+		Engine    string
+		Depth     int
+		MultiPV   int
+	}{p.spec.Generator, p.spec, opt, g.p.Engine(), c.Depth, c.MultiPV})
+	sum := sha256.Sum256(key)
+	ext := ".txt"
+	if opt.JSONL {
+		ext = ".jsonl"
+	}
+	path := filepath.Join(cacheDir(), "datasets", hex.EncodeToString(sum[:12])+ext)
+	out := map[string]any{"path": path, "cached": true}
+	if !fileExists(path) {
+		src, err := rookworld.Open(p.spec) // from its start, whatever the recipe drew from p
+		if err != nil {
+			return pushErr(L, err)
+		}
+		defer src.Close()
+		st, err := e.buildDataset(L, src, g, path, opt)
+		if err != nil {
+			return pushErr(L, err)
+		}
+		out = datasetCounts(st)
+		out["path"], out["cached"] = path, false
+	}
+	L.Push(fromGo(L, out))
 	return 1
 }

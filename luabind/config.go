@@ -94,7 +94,7 @@ func (e *Env) luaConfig(L *lua.LState) int {
 			raiseConfig(L, "config: rollout.group: %v", err)
 		}
 	}
-	fixed, err := checkRules(L, cfg, L.OptTable(2, nil))
+	fixed, err := checkRules(L, e.guard, cfg, L.OptTable(2, nil))
 	if err != nil {
 		raiseConfig(L, "%v", err)
 	}
@@ -105,23 +105,41 @@ func (e *Env) luaConfig(L *lua.LState) int {
 		e.resume.report(e) // what the resume changes, once the config is accepted
 	}
 	// A folder of runs (an ablation's arms) is the recipe's to read and write, as a run
-	// directory is.
+	// directory is. Each is granted only once every check has passed: a refused setting
+	// grants nothing, even to a recipe that catches the refusal.
+	var grants []func()
 	if dir, _ := cfg["base_dir"].(string); dir != "" {
-		if err := e.allowRunDir(dir); err != nil {
+		grant, err := e.runDirGrant(dir, grantRuns)
+		if err != nil {
 			raiseConfig(L, "base_dir=%s: %v", dir, err)
 		}
+		grants = append(grants, grant)
 	}
 	if dir, _ := cfg["run_dir"].(string); dir != "" {
 		resume, _ := cfg["resume"].(string)
 		if resume != "" {
 			dir = resume
 		}
-		if err := e.allowRunDir(dir); err != nil {
+		// A resume says first whether it names a run; a new run, whether it may be written.
+		preflight := func() {
+			if err := checkpoint.Preflight(dir, resume != ""); err != nil {
+				raiseConfig(L, "run_dir=%s: %v", dir, err)
+			}
+		}
+		if resume != "" {
+			preflight()
+		}
+		grant, err := e.runDirGrant(dir, grantRun)
+		if err != nil {
 			raiseConfig(L, "run_dir=%s: %v", dir, err)
 		}
-		if err := checkpoint.Preflight(dir, resume != ""); err != nil {
-			raiseConfig(L, "run_dir=%s: %v", dir, err)
+		if resume == "" {
+			preflight()
 		}
+		grants = append(grants, grant)
+	}
+	for _, grant := range grants {
+		grant()
 	}
 	e.mu.Lock()
 	e.config = record

@@ -27,6 +27,7 @@ func toGoDepth(v lua.LValue, depth int) (any, error) {
 	case lua.LString:
 		return string(x), nil
 	case *lua.LTable:
+		x = realTable(x)
 		n := x.Len()
 		count := 0
 		var err error

@@ -130,6 +130,7 @@ func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
 	if !ok {
 		return fmt.Errorf("want a table of settings, got %s", shownLua(v))
 	}
+	t = realTable(t) // a module's settings, seen read-only
 	s := schemaOf(dst.Type())
 	given := map[string]string{} // canonical → the key that gave it
 	var err error

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -32,6 +33,14 @@ type Options struct {
 	// Trust runs the recipe with the user's rights: processes, native code, any file. By
 	// default a recipe runs confined (sandbox.go); --trust and the REPL set this.
 	Trust bool
+	// LuaTimeLimit is how long a confined recipe may run Lua without calling into the engine
+	// (DefaultLuaTimeLimit if 0; none if negative). LuaMemory bounds its Lua heap in bytes (a
+	// gigabyte or less by default, defaultLuaMemory; none if negative). A trusted recipe has
+	// neither: its memory is bounded by the process's (limits.go).
+	LuaTimeLimit time.Duration
+	LuaMemory    int64
+	// Stderr takes warnings shown before a recipe starts (a module shadowed); os.Stderr if nil.
+	Stderr io.Writer
 	// World is the run's world of ranks when mpirun or srun started it (world.go); nil: one
 	// rank. A rank other than 0 prints nothing and writes no run directory.
 	World dist.Comm
@@ -51,11 +60,14 @@ type Env struct {
 	config   map[string]any // the resolved rook.config, for run directories
 	progress *progress      // the current run's progress line, which logs and prints keep intact
 
-	access  *access     // what a confined recipe may touch; nil when trusted
-	resume  *resumeInfo // set by rook.config when the command line resumes a run
-	pending []*model    // models whose "model:" line waits for the resume (rook.load)
-	runs    []*run      // every run this environment opened, in order
-	intr    *interrupts // shared with the environments rook.exec starts
+	access    *access                     // what a confined recipe may touch; nil when trusted
+	resume    *resumeInfo                 // set by rook.config when the command line resumes a run
+	pending   []*model                    // models whose "model:" line waits for the resume (rook.load)
+	runs      []*run                      // every run this environment opened, in order
+	intr      *interrupts                 // shared with the environments rook.exec starts
+	guard     *guard                      // the recipe's time and memory (limits.go)
+	frozen    map[*lua.LTable]*lua.LTable // tables → their read-only views (freeze.go)
+	moduleEnv *lua.LTable                 // the embedded modules' globals, for a confined recipe
 }
 
 // UsageError is an error in how rookscript was invoked (exit code 2), not in the recipe.
@@ -64,8 +76,13 @@ type UsageError struct{ Err error }
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
-// New creates an environment. Malformed overrides are a UsageError.
-func New(opts Options) (*Env, error) {
+// New creates an environment. Malformed overrides, and a path named for writing that a
+// confined recipe may not write (sandbox.go), are a UsageError.
+func New(opts Options) (*Env, error) { return newEnv(opts, nil) }
+
+// newEnv is New; a confined environment that rook.exec starts inherits its caller's access,
+// since its arguments come from a recipe, not from the command line.
+func newEnv(opts Options, inherit *access) (*Env, error) {
 	args, err := parseOverrides(opts.Args)
 	if err != nil {
 		return nil, UsageError{err}
@@ -78,6 +95,7 @@ func New(opts Options) (*Env, error) {
 	if e.out == nil {
 		e.out = os.Stdout
 	}
+	e.guard = newGuard(opts)
 	e.L = lua.NewState(lua.Options{IncludeGoStackTrace: false})
 	e.L.SetContext(context.Background())
 	e.L.PreloadModule("rook", e.loader)
@@ -94,8 +112,14 @@ func New(opts Options) (*Env, error) {
 	}
 	e.installSearchers()
 	e.L.SetGlobal("print", e.L.NewFunction(e.print))
+	e.L.GetGlobal("os").(*lua.LTable).RawSetString("exit", e.L.NewFunction(e.osExit))
 	if !opts.Trust {
-		e.access = newAccess(opts.Recipe, args)
+		if e.access = inherit; inherit == nil {
+			if e.access, err = newAccess(opts.Recipe, args); err != nil {
+				e.L.Close()
+				return nil, UsageError{err}
+			}
+		}
 		e.confine()
 	}
 	return e, nil
@@ -178,25 +202,40 @@ func (e *Env) run(ctx context.Context, src, name string) error {
 	if err != nil {
 		return &RecipeError{Message: syntaxMessage(src, name, err)}
 	}
-	e.L.SetContext(ctx)
-	defer e.L.SetContext(context.Background())
 	e.L.Push(fn)
-	return e.pcall(0, 0)
+	return e.call(ctx, 0, 0)
 }
 
-// pcall calls the function on the stack, turning Lua errors into *RecipeError (message
-// with the recipe's file:line, and the Lua traceback) and a cancelled context into ctx.Err().
-func (e *Env) pcall(nargs, nret int) error {
+// call calls the function on the stack with ctx as the context of every long call, under the
+// watchdog of the recipe's limits (limits.go). It turns Lua errors into *RecipeError (message
+// with the recipe's file:line, and the Lua traceback), a limit passed into *LimitError, an
+// os.exit into *ExitError and a cancelled ctx into ctx.Err().
+func (e *Env) call(ctx context.Context, nargs, nret int) error {
+	wctx, stop := e.watch(ctx)
+	e.L.SetContext(wctx)
+	defer func() {
+		stop()
+		e.L.SetContext(context.Background())
+	}()
 	err := e.L.PCall(nargs, nret, nil)
 	if err == nil {
 		return nil
 	}
-	if ctxErr := e.L.Context().Err(); ctxErr != nil {
-		return ctxErr
-	}
 	var apiErr *lua.ApiError
+	msg := err.Error()
 	if errors.As(err, &apiErr) {
-		msg := apiErr.Object.String()
+		msg = apiErr.Object.String()
+	}
+	if wctx.Err() != nil {
+		if lerr := limitError(wctx, msg); lerr != nil {
+			return lerr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return context.Canceled // an interrupt the recipe could not honour in pure Lua
+	}
+	if errors.As(err, &apiErr) {
 		if ud, ok := apiErr.Object.(*lua.LUserData); ok {
 			if err, ok := ud.Value.(error); ok {
 				msg = err.Error()

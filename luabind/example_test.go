@@ -112,7 +112,7 @@ func Example_confinement() {
 		print(pcall(os.execute, "rm -rf /"))
 	`)
 	// Output:
-	// false	example.lua:3: a confined recipe cannot read /etc/models/gpt2 (it may read the recipe's folder, the run directory, the cache and paths named on the command line): name it on the command line (out=PATH, data=PATH, …), or run with --trust to lift the confinement for a recipe you wrote or checked
+	// false	example.lua:3: a confined recipe cannot read /etc/models/gpt2 (it may read the recipe's folder, the cache, its run directory and the paths named on the command line, never a dot-file): name it on the command line (out=PATH, data=PATH, …), or run with --trust to lift the confinement for a recipe you wrote or checked
 	// false	example.lua:4: os.execute is not available to a confined recipe (it starts processes); run with --trust to lift the confinement for a recipe you wrote or checked
 }
 

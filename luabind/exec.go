@@ -74,12 +74,14 @@ func (e *Env) luaExec(L *lua.LState) int {
 		L.RaiseError("rook.exec %s: %s", path, err.Error())
 		return 0
 	}
-	child, err := New(Options{Args: args, Recipe: path, Stdout: e.out, Quiet: e.opts.Quiet, Modules: e.opts.Modules, Trust: e.opts.Trust})
+	var inherit *access
+	if e.access != nil {
+		inherit = e.access.clone() // the caller's arguments name paths, not the child's
+	}
+	child, err := newEnv(Options{Args: args, Recipe: path, Stdout: e.out, Stderr: e.opts.Stderr, Quiet: e.opts.Quiet,
+		Modules: e.opts.Modules, Trust: e.opts.Trust, LuaTimeLimit: e.opts.LuaTimeLimit, LuaMemory: e.opts.LuaMemory}, inherit)
 	if err != nil {
 		return fail(err)
-	}
-	if e.access != nil {
-		child.access = e.access.clone() // the caller's arguments name paths, not the child's
 	}
 	defer child.Close()
 	child.intr = e.intr // an interrupt reaches the run the child opens
@@ -92,7 +94,7 @@ func (e *Env) luaExec(L *lua.LState) int {
 	var chk *configCheck
 	if opts.Check {
 		chk = &configCheck{stop: cancel}
-		child.L.PreloadModule("rook", child.checkLoader(chk))
+		child.preload("rook", child.checkLoader(chk))
 	}
 	v, err := child.runReturning(ctx, path)
 	var stopped *StoppedError
@@ -186,9 +188,8 @@ func (e *Env) runReturning(ctx context.Context, path string) (any, error) {
 	if err != nil {
 		return nil, &RecipeError{Message: syntaxMessage(string(src), path, err)}
 	}
-	e.L.SetContext(ctx)
 	e.L.Push(fn)
-	if err := e.pcall(0, 1); err != nil {
+	if err := e.call(ctx, 0, 1); err != nil {
 		return nil, e.outcome(err)
 	}
 	ret := e.L.Get(-1)

@@ -36,7 +36,8 @@ rook.config({ steps = 3 })
 rook.config({ steps = 3 })
 error("boom")
 `)
-	held := filepath.Join(tmp, "held")
+	runs := filepath.Join(tmp, "runs") // base_dir: a folder of runs
+	held := filepath.Join(runs, "held")
 	os.MkdirAll(filepath.Join(held, "checkpoints"), 0o755)
 	os.WriteFile(filepath.Join(held, "checkpoints", "LATEST"), []byte("step-00000001\n"), 0o644)
 	parent := filepath.Join(tmp, "parent.lua")
@@ -54,7 +55,7 @@ error("boom")
 		t.Run(c.name, func(t *testing.T) {
 			src := `local rook = require("rook"); HELD = "` + held + `"; ` + c.src
 			os.WriteFile(parent, []byte(src), 0o644)
-			out, err := runLua(t, Options{Recipe: parent, Args: []string{"base_dir=" + tmp}, Quiet: true}, "", "")
+			out, err := runLua(t, Options{Recipe: parent, Args: []string{"base_dir=" + runs}, Quiet: true}, "", "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,10 +25,8 @@ func (e *Env) Eval(ctx context.Context, chunk string) (values []string, incomple
 		return nil, false, &RecipeError{Message: perr.Error()}
 	}
 	top := e.L.GetTop()
-	e.L.SetContext(ctx)
-	defer e.L.SetContext(context.Background())
 	e.L.Push(fn)
-	if err := e.pcall(0, lua.MultRet); err != nil {
+	if err := e.call(ctx, 0, lua.MultRet); err != nil {
 		e.L.SetTop(top)
 		return nil, false, err
 	}
@@ -59,6 +57,7 @@ func pretty(b *strings.Builder, v lua.LValue, indent int, seen map[*lua.LTable]b
 	case lua.LNumber:
 		b.WriteString(formatNumber(float64(x)))
 	case *lua.LTable:
+		x = realTable(x) // a confined recipe's read-only view prints as what it shows
 		if seen[x] {
 			b.WriteString("<cycle>")
 			return
@@ -172,7 +171,7 @@ func (e *Env) Complete(line string) []string {
 	switch s := scope.(type) {
 	case *lua.LTable:
 		if !method {
-			s.ForEach(func(k, _ lua.LValue) {
+			realTable(s).ForEach(func(k, _ lua.LValue) {
 				if ks, ok := k.(lua.LString); ok {
 					add(string(ks))
 				}
@@ -208,7 +207,7 @@ func (e *Env) lookup(path string) lua.LValue {
 		if !ok {
 			return lua.LNil
 		}
-		v = t.RawGetString(p)
+		v = realTable(t).RawGetString(p)
 		if i == 0 && v == lua.LNil && p == "rook" {
 			v = e.rookModule()
 		}

@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/atomicfile"
 	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/rollout"
@@ -84,12 +86,14 @@ func (e *Env) luaLoad(L *lua.LState) int {
 	}{Device: "cpu"}
 	options(L, 2, "rook.load", &o)
 	dev, threads := o.Device, o.Threads
+	var defaultVersion string
+	var fresh bool
 	if src == "default" {
 		var engine lua.LValue = lua.LNil
 		if t, ok := L.Get(2).(*lua.LTable); ok {
-			engine = t.RawGetString("engine")
+			engine = realTable(t).RawGetString("engine")
 		}
-		src = e.defaultModel(L, engine)
+		src, defaultVersion, fresh = e.defaultModel(L, engine)
 	} else if !strings.HasPrefix(src, "random:") {
 		e.mustPath(L, "read", src)
 		src = runPolicy(src)
@@ -97,6 +101,12 @@ func (e *Env) luaLoad(L *lua.LState) int {
 	cfg, params, source, err := gpt2.Load(src)
 	if err != nil {
 		return pushErr(L, err)
+	}
+	hash := gpt2.ParamsHash(cfg, params)
+	if defaultVersion != "" {
+		if err := checkDefault(src, defaultVersion, hash, fresh); err != nil {
+			return pushErr(L, err)
+		}
 	}
 	b, err := e.backend(dev, threads)
 	if err != nil {
@@ -106,7 +116,7 @@ func (e *Env) luaLoad(L *lua.LState) int {
 	if err != nil {
 		return pushErr(L, err)
 	}
-	m := &model{m: gm, source: source, sourceHash: gpt2.ParamsHash(cfg, params), device: dev,
+	m := &model{m: gm, source: source, sourceHash: hash, device: dev,
 		announce: "model: " + source.Description}
 	if e.resume == nil || e.resume.applied {
 		e.announce(m)
@@ -135,22 +145,81 @@ func runPolicy(dir string) string {
 	return filepath.Join(dir, "checkpoints", name, "model")
 }
 
-// defaultModel builds (or finds cached) the embedded default model and returns its path.
-func (e *Env) defaultModel(L *lua.LState, engine lua.LValue) string {
-	if err := L.DoString(`return require("defaultmodel").ensure`); err != nil {
+// defaultModelHashes are the weights (gpt2.ParamsHash) each version of the default model's
+// build gives: its bytes are the same on every processor the engine runs (AVX-512 or AVX2,
+// AMD or Intel), so the binary knows them and nothing a recipe writes can change them.
+var defaultModelHashes = map[string]string{
+	"v1": "b76d2c3a3ac42c963a42eb2c92d5b672a6b234cd4c18cf0ed9f5aabddb3dccaa",
+}
+
+// defaultBuild is the record a build of the default model leaves beside it (build.json): the
+// weights it made. A processor whose arithmetic gives other weights than defaultModelHashes'
+// finds its own build by it. Only trusted code writes the cache.
+type defaultBuild struct {
+	Version string `json:"version"`
+	Hash    string `json:"hash"`
+}
+
+// defaultModel builds (or finds cached) the embedded default model and returns its path and
+// version. The build runs trusted, in an environment of its own: it writes the cache, which
+// a confined recipe may not.
+func (e *Env) defaultModel(L *lua.LState, engine lua.LValue) (path, version string, fresh bool) {
+	child, err := newEnv(Options{Stdout: e.out, Stderr: e.opts.Stderr, Quiet: e.opts.Quiet, Trust: true, World: e.opts.World}, nil)
+	if err != nil {
 		L.RaiseError("building the default model: %s", err.Error())
 	}
-	ensure := L.Get(-1)
-	L.Pop(1)
-	o := L.NewTable()
+	defer child.Close()
+	child.intr = e.intr
+	CL := child.L
+	if err := CL.DoString(`local m = require("defaultmodel"); return m.ensure, m.VERSION, require("rook").exists(m.dir() .. "/model/config.json")`); err != nil {
+		L.RaiseError("building the default model: %s", err.Error())
+	}
+	ensure, v, existed := CL.Get(-3), CL.Get(-2).String(), lua.LVAsBool(CL.Get(-1))
+	CL.Pop(3)
+	o := CL.NewTable()
 	o.RawSetString("log", lua.LTrue)
-	o.RawSetString("engine", engine)
-	if err := L.CallByParam(lua.P{Fn: ensure, NRet: 1, Protect: true}, o); err != nil {
+	if ud, ok := engine.(*lua.LUserData); ok {
+		if pool, ok := ud.Value.(*stockfishPool); ok {
+			o.RawSetString("engine", newUserData(CL, stockfishType, pool))
+		}
+	}
+	CL.Push(ensure)
+	CL.Push(o)
+	if err := child.call(L.Context(), 1, 1); err != nil {
 		L.RaiseError("building the default model: %s", err.Error())
 	}
-	path := L.Get(-1).String()
-	L.Pop(1)
-	return path
+	path = CL.Get(-1).String()
+	CL.Pop(1)
+	return path, v, !existed
+}
+
+// checkDefault verifies the default model's weights (hash) against its version's known
+// hash, or the record of this machine's own build; a fresh build writes that record.
+func checkDefault(path, version, hash string, fresh bool) error {
+	record := filepath.Join(filepath.Dir(path), "build.json")
+	if fresh {
+		b, _ := json.MarshalIndent(defaultBuild{Version: version, Hash: hash}, "", "  ")
+		if err := atomicfile.WriteBytes(record, append(b, '\n')); err != nil {
+			return fmt.Errorf("recording the default model's build: %w", err)
+		}
+	}
+	if want, ok := defaultModelHashes[version]; ok && want == hash {
+		return nil
+	}
+	var rec defaultBuild
+	if b, err := os.ReadFile(record); err == nil && json.Unmarshal(b, &rec) == nil && rec.Version == version && rec.Hash == hash {
+		return nil
+	}
+	return &DefaultModelError{Dir: filepath.Dir(path), Version: version, Got: hash, Want: defaultModelHashes[version]}
+}
+
+// DefaultModelError refuses a cached default model whose weights are neither its version's
+// nor this machine's build of it: something changed them after the build.
+type DefaultModelError struct{ Dir, Version, Got, Want string }
+
+func (e *DefaultModelError) Error() string {
+	return fmt.Sprintf("the cached default model %s in %s has weights %s, neither the %s build's (%s) nor the build this machine recorded (build.json): it was changed after it was built; remove %s to build it again",
+		e.Version, e.Dir, short(e.Got), e.Version, short(e.Want), e.Dir)
 }
 
 // announce prints a model's "model: …" line once.

@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,9 @@ import (
 
 // TestLoadDefaultModel: rook.load("default") resolves the embedded default model itself (from
 // the cache here), taking the engine to build it with as an option, so recipes need no
-// "if model == 'default'" of their own.
+// "if model == 'default'" of their own. What it loads is verified: weights that are neither
+// the version's known build nor the build this machine recorded are refused, never loaded
+// (a model planted in the cache, as a confined recipe could once do).
 func TestLoadDefaultModel(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("ROOKSCRIPT_CACHE", cache)
@@ -26,17 +29,34 @@ func TestLoadDefaultModel(t *testing.T) {
 	mc := gpt2.Config{VocabSize: 29, MaxSeqLen: 16, NumLayers: 1, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
 	model := filepath.Join(dir, "model")
 	os.MkdirAll(dir, 0o755)
-	if err := gpt2.SaveHF(model, mc, gpt2.RandomParams(mc, 3)); err != nil {
+	params := gpt2.RandomParams(mc, 3)
+	if err := gpt2.SaveHF(model, mc, params); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runLua(t, Options{}, "default.lua", `
+	load := `
 		local rook = require("rook")
 		local m = assert(rook.load("default", { engine = nil }))
-		print(m.source)`)
+		print(m.source)`
+	if _, err := runLua(t, Options{}, "default.lua", load); err == nil || !strings.Contains(err.Error(), "it was changed after it was built") {
+		t.Fatalf("a planted default model was not refused: %v", err)
+	}
+	hash := gpt2.ParamsHash(mc, params)
+	var dme *DefaultModelError
+	if err := checkDefault(model, "v1", hash, false); !errors.As(err, &dme) || dme.Got != hash || dme.Want != defaultModelHashes["v1"] {
+		t.Fatalf("checkDefault: %v", err)
+	}
+	// This machine's own build, recorded when it was built, is its version's model here.
+	if err := checkDefault(model, "v1", hash, true); err != nil {
+		t.Fatalf("a fresh build is refused: %v", err)
+	}
+	out, err := runLua(t, Options{}, "default.lua", load)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "(cached in "+model+")") || !strings.Contains(out, "\n"+model+"\n") {
 		t.Fatalf("rook.load(\"default\") did not load the cached default model:\n%s", out)
+	}
+	if err := checkDefault(model, "v1", "0"+hash[1:], false); !errors.As(err, &dme) {
+		t.Fatalf("weights other than the recorded build's: %v", err)
 	}
 }

@@ -41,11 +41,14 @@ func (e *Env) loader(L *lua.LState) int {
 	L.SetFuncs(sftMod, map[string]lua.LGFunction{"step": luaSFTStep, "loss": luaSFTLoss, "plan": luaSFTPlan})
 	mod.RawSetString("sft", sftMod)
 	reward := L.NewTable()
-	L.SetFuncs(reward, map[string]lua.LGFunction{"fn": luaRewardFn})
+	L.SetFuncs(reward, map[string]lua.LGFunction{"fn": e.luaRewardFn})
 	mod.RawSetString("reward", reward)
 	mod.RawSetString("memory", memoryModule(L))
 	e.registerTypes(L)
 	e.registerChess(L, mod, reward)
+	e.guard.guardModule(mod, true, map[*lua.LTable]bool{})
+	e.guardTypes(L)
+	e.lockTypes(L)
 	L.Push(mod)
 	return 1
 }
@@ -70,6 +73,7 @@ func registerType(L *lua.LState, name string, methods map[string]lua.LGFunction,
 	mt := L.NewTypeMetatable(name)
 	mt.RawSetString("__name", lua.LString(name))
 	mtab := L.SetFuncs(L.NewTable(), methods)
+	L.G.Registry.RawSetString(methodsKey+name, mtab) // for guardTypes
 	if fields == nil {
 		mt.RawSetString("__index", mtab)
 	} else {
@@ -96,6 +100,19 @@ func registerType(L *lua.LState, name string, methods map[string]lua.LGFunction,
 		names.Append(lua.LString(k))
 	}
 	mt.RawSetString("__methods", names)
+}
+
+// methodsKey prefixes, in the registry, the table of a type's methods.
+const methodsKey = "rookscript.methods."
+
+// guardTypes makes the methods of every registered type engine calls (limits.go).
+func (e *Env) guardTypes(L *lua.LState) {
+	seen := map[*lua.LTable]bool{}
+	L.G.Registry.ForEach(func(k, v lua.LValue) {
+		if t, ok := v.(*lua.LTable); ok && strings.HasPrefix(k.String(), methodsKey) {
+			e.guard.guardModule(t, false, seen)
+		}
+	})
 }
 
 // newUserData wraps v in a userdata of the named type.
@@ -137,8 +154,9 @@ func pushErr(L *lua.LState, err error) int {
 	return 2
 }
 
-// embeddedLoader finds `require`d modules among the scripts embedded in the binary.
-func embeddedLoader(L *lua.LState) int {
+// embeddedLoader finds `require`d modules among the scripts embedded in the binary. For a
+// confined recipe a module runs with its own globals (freeze.go).
+func (e *Env) embeddedLoader(L *lua.LState) int {
 	name := L.CheckString(1)
 	src, err := fs.ReadFile(scripts.FS, strings.ReplaceAll(name, ".", "/")+".lua")
 	if err != nil {
@@ -148,6 +166,9 @@ func embeddedLoader(L *lua.LState) int {
 	fn, err := L.Load(strings.NewReader(string(src)), "scripts/"+name+".lua")
 	if err != nil {
 		L.RaiseError("%s", syntaxMessage(string(src), "scripts/"+name+".lua", err))
+	}
+	if e.moduleEnv != nil {
+		fn.Env = e.moduleEnv
 	}
 	L.Push(fn)
 	return 1

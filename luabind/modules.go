@@ -10,6 +10,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/scripts"
 )
 
@@ -17,19 +18,46 @@ import (
 //
 //  1. package.preload (module rook, and Options.Modules);
 //  2. the scripts/ directory beside the recipe (in the REPL: ./scripts/), for a recipe's
-//     own modules and for local edits of the embedded ones — an override is logged;
+//     own modules and, beside a recipe only, for local edits of the embedded ones: such an
+//     override is a warning on stderr before the recipe starts (ShadowWarnings);
 //  3. the modules embedded in the binary (scripts/*.lua).
 //
-// Nothing else: not the working directory, not LUA_PATH. A recipe given by an absolute path
-// gets the same modules wherever it is run from, and a stray schedules.lua in the working
-// directory cannot replace the embedded one.
+// Nothing else: not the working directory, not LUA_PATH, never a run directory. A recipe
+// given by an absolute path gets the same modules wherever it is run from, and a stray
+// schedules.lua in the working directory cannot replace the embedded one in the REPL.
 
-// moduleDir is the directory searched before the embedded modules.
+// moduleDir is the directory searched before the embedded modules; "" when there is none to
+// search: the recipe lies in a run directory, whose files a confined recipe may have written.
 func (e *Env) moduleDir() string {
 	if e.opts.Recipe == "" {
 		return "scripts"
 	}
-	return filepath.Join(filepath.Dir(e.opts.Recipe), "scripts")
+	dir := filepath.Dir(e.opts.Recipe)
+	if checkpoint.IsRun(dir) {
+		return ""
+	}
+	return filepath.Join(dir, "scripts")
+}
+
+// ShadowWarnings are the warnings for the modules of the recipe's scripts/ folder that
+// replace embedded ones, for the caller to show before the recipe starts.
+func (e *Env) ShadowWarnings() []string {
+	dir := e.moduleDir()
+	if dir == "" || e.opts.Recipe == "" {
+		return nil
+	}
+	var out []string
+	fs.WalkDir(scripts.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".lua") {
+			return nil
+		}
+		if local := filepath.Join(dir, filepath.FromSlash(p)); fileExists(local) {
+			name := strings.ReplaceAll(strings.TrimSuffix(p, ".lua"), "/", ".")
+			out = append(out, fmt.Sprintf("warning: %s replaces the embedded module %s for this recipe", local, name))
+		}
+		return nil
+	})
+	return out
 }
 
 // installSearchers replaces package.path's file search with the two loaders above.
@@ -41,7 +69,7 @@ func (e *Env) installSearchers() {
 	// gopher-lua's loaders: [1] preload, [2] package.path. The file search is ours.
 	loaders := pkg.RawGetString("loaders").(*lua.LTable)
 	loaders.RawSetInt(2, L.NewFunction(e.fileLoader))
-	loaders.Append(L.NewFunction(embeddedLoader))
+	loaders.Append(L.NewFunction(e.embeddedLoader))
 }
 
 // modulePath is the file name of a module under dir ("a.b" → dir/a/b.lua).
@@ -55,7 +83,12 @@ func (e *Env) fileLoader(L *lua.LState) int {
 	if strings.ContainsAny(name, `/\`) || strings.Contains(name, "..") || strings.HasPrefix(name, ".") {
 		L.RaiseError("require %q: a module is named a.b.c (scripts/a/b/c.lua beside the recipe), not by a path", name)
 	}
-	path := modulePath(e.moduleDir(), name)
+	dir := e.moduleDir()
+	if dir == "" || e.opts.Recipe == "" && isEmbedded(name) {
+		L.Push(lua.LString(fmt.Sprintf("\n\tno file for '%s' beside the recipe", name)))
+		return 1
+	}
+	path := modulePath(dir, name)
 	src, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		L.Push(lua.LString(fmt.Sprintf("\n\tno file '%s'", path)))
@@ -68,15 +101,6 @@ func (e *Env) fileLoader(L *lua.LState) int {
 	if err != nil {
 		L.RaiseError("%s", syntaxMessage(string(src), path, err))
 	}
-	if isEmbedded(name) && !e.opts.Quiet {
-		e.say(fmt.Sprintf("module %s: using %s instead of the embedded one", name, path))
-	}
 	L.Push(fn)
 	return 1
-}
-
-// isEmbedded reports whether the binary carries a module of that name.
-func isEmbedded(name string) bool {
-	_, err := fs.Stat(scripts.FS, strings.ReplaceAll(name, ".", "/")+".lua")
-	return err == nil
 }

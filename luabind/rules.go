@@ -85,7 +85,7 @@ func parseRule(text string) (want string, ok func(any) bool, err error) {
 // checkRules applies a recipe's declared rules to its resolved config (nil rules: none), in
 // key order. The first value that breaks its rule is an error naming the key, the rule and
 // the value.
-func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) (fixed []string, err error) {
+func checkRules(L *lua.LState, g *guard, cfg map[string]any, rules *lua.LTable) (fixed []string, err error) {
 	if rules == nil {
 		return nil, nil
 	}
@@ -135,7 +135,9 @@ func checkRules(L *lua.LState, cfg map[string]any, rules *lua.LTable) (fixed []s
 				return nil, fmt.Errorf("config: %s must be %s, got %s", key, want, shown(v))
 			}
 		case *lua.LFunction:
-			if err := L.CallByParam(lua.P{Fn: r, NRet: 2, Protect: true}, fromGo(L, v)); err != nil {
+			var err error
+			g.inLua(func() { err = L.CallByParam(lua.P{Fn: r, NRet: 2, Protect: true}, fromGo(L, v)) })
+			if err != nil {
 				return nil, fmt.Errorf("config rules: %s: %w", key, err)
 			}
 			okv, why := L.Get(-2), L.Get(-1)

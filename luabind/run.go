@@ -95,10 +95,13 @@ func (e *Env) luaRun(L *lua.LState) int {
 		L.RaiseError("rook.run: options \"policy\" (a %s) and \"opt\" (a %s) are required", modelType, adamType)
 	}
 	dir, resume, steps := o.Dir, o.Resume, o.Steps
+	var grants []func() // a confined recipe's access to the run, once it has opened
 	for _, d := range []string{dir, resume} {
-		if err := e.allowRunDir(d); err != nil {
+		grant, err := e.runDirGrant(d, grantRun)
+		if err != nil {
 			raiseConfig(L, "rook.run: %s", err.Error())
 		}
+		grants = append(grants, grant)
 	}
 	r := &run{env: e, steps: steps, saveEvery: o.SaveEvery, policy: o.Policy, ref: o.Ref, opt: o.Opt, data: o.Data,
 		samples: o.Samples, printEvery: o.PrintSampleEvery}
@@ -145,6 +148,9 @@ func (e *Env) luaRun(L *lua.LState) int {
 			return pushErr(L, err)
 		}
 		e.announcePending() // the weights are the ones loaded
+	}
+	for _, grant := range grants {
+		grant()
 	}
 	r.policy.run = r
 	if r.ref != nil {

@@ -8,11 +8,12 @@ import (
 )
 
 // TestConfinement: a recipe run without --trust finds every way out closed — processes,
-// native code, bytecode, the debug library, files outside the run, the environment — along
-// every path Lua offers back to them (getfenv, a string's metatable, package.loaded, a
+// native code, bytecode, the debug library, files outside the run, the cache, the environment —
+// along every path Lua offers back to them (getfenv, a string's metatable, package.loaded, a
 // coroutine, load); each refusal says what was refused and how to allow it. What the run needs
-// stays open: its run directory, the cache, its own folder (read only), the paths named on the
-// command line. With Trust the same probes go through. (A module is named, never a path:
+// stays open: its run directory, its own folder and the cache (read only), the paths named on
+// the command line. With Trust the same probes go through. (cmd/rookscript's
+// TestConfinedRecipeRedTeam runs the probes of docs/SECURITY.md through the binary.) (A module is named, never a path:
 // trusted or not, require refuses one that climbs out of scripts/.)
 func TestConfinement(t *testing.T) {
 	tmp := t.TempDir()
@@ -77,7 +78,8 @@ func TestConfinement(t *testing.T) {
 		{"read its own folder", `assert(io.open(RECIPEDIR .. "/data.txt")):close()`, ""},
 		{"read a named path", `assert(io.open(NAMED)):read("*a")`, ""},
 		{"write its run directory", `assert(io.open(RUNDIR .. "/note.txt", "w")):close()`, ""},
-		{"write the cache", `assert(io.open(rook.cache_dir() .. "/x", "w")):close()`, ""},
+		{"write the cache", `io.open(rook.cache_dir() .. "/x", "w")`, "cannot write " + filepath.Join(tmp, "cache") + "/x"},
+		{"read the cache", `local f = io.open(rook.cache_dir() .. "/x"); if f then f:close() end`, ""},
 		{"an allowed variable", `os.getenv("LANG")`, ""},
 		{"a module beside the recipe", `pcall(require, "missing.module")`, ""},
 	} {

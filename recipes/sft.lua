@@ -24,16 +24,14 @@ local cfg = rook.config({
 local policy = assert(rook.load(cfg.model, { device = cfg.device }))
 local data_path = cfg.data
 if data_path == "generate" then
-  -- Generated rows are a built artefact, kept in the cache under what they are made from.
-  data_path = string.format("%s/sft-data/rows-%d-env-%g-seed-%d-depth-%d.txt", rook.cache_dir(), cfg.rows,
-                            cfg.env_fraction, cfg.data_seed, cfg.stockfish.depth)
-  if not rook.exists(data_path) then
-    local sf = assert(rook.stockfish(cfg.stockfish))
-    local gen = rook.positions{ generator = { seed = cfg.data_seed, max_ply = 80 } }
-    rook.log("writing %d rows to %s", cfg.rows, data_path)
-    assert(rook.chess.dataset(gen, sf, data_path, { rows = cfg.rows, env_fraction = cfg.env_fraction,
-                                                     seed = cfg.data_seed }))
-  end
+  -- Generated rows are a built artefact, kept in the cache under what they are made from
+  -- (path nil): built once, found by later runs.
+  local sf = assert(rook.stockfish(cfg.stockfish))
+  local gen = rook.positions{ generator = { seed = cfg.data_seed, max_ply = 80 } }
+  local built = assert(rook.chess.dataset(gen, sf, nil, { rows = cfg.rows, env_fraction = cfg.env_fraction,
+                                                           seed = cfg.data_seed }))
+  data_path = built.path
+  rook.log("%d rows in %s%s", cfg.rows, data_path, built.cached and " (cached)" or "")
 end
 local data = assert(rook.positions{ path = data_path, loop = true })
 cfg.adamw.total_updates = cfg.steps

@@ -7,15 +7,17 @@
 //	rookscript samples RUN_DIR            the completions a run logged (samples.go)
 //	rookscript version                    print the version
 //
-// A recipe runs confined (no processes, no native code, files only where the run needs them)
-// unless --trust is given; the REPL runs trusted.
+// A recipe runs confined (no processes, no native code, writes only in its run directory,
+// bounded Lua time and memory; docs/SECURITY.md) unless --trust is given; the REPL runs trusted.
 //
 // Exit codes: 0 success; 1 recipe error (message and Lua traceback on stderr), a failed
 // checkpoint save included; 2 usage or config error (a bad flag or key=value, a config value
 // the recipe or an engine call refuses, a plan over the memory budget); 3 a run's recovery
-// policy stopped it (report.txt); 130 / 143 interrupted by SIGINT / SIGTERM (the first signal
-// lets the current step finish and saves a checkpoint, then prints the command that resumes;
-// a second one aborts at once).
+// policy stopped it (report.txt); 4 the recipe passed its Lua time or memory limit; 130 / 143
+// interrupted by SIGINT / SIGTERM (the first signal lets the current step finish and saves a
+// checkpoint, then prints the command that resumes; a second one, or the recipe staying in
+// pure Lua, aborts at once). A recipe that calls os.exit(n) ends with n, its run closed as
+// after any other ending.
 package main
 
 import (
@@ -39,7 +41,7 @@ var version = "0.1.0-dev"
 const usage = `rookscript — GRPO training of chess language models, driven by Lua recipes
 
 Usage:
-  rookscript [--quiet] [--trust] FILE.lua [key=value ...]
+  rookscript [--quiet] [--trust] [--lua-time-limit=D] [--lua-memory=SIZE] FILE.lua [key=value ...]
                                                   run a recipe; key=value overrides its config
   rookscript                                      interactive REPL
   rookscript plot RUN_DIR... [-o OUT.png] [-f]    PNG of runs' metrics over steps, overlaid
@@ -53,24 +55,37 @@ then FILE.toml beside the recipe (or config=PATH), then key=value arguments. Unk
 values of the wrong type are errors. resume=RUN_DIR continues a run from its last checkpoint,
 with the config it recorded (overrides are applied, logged and recorded).
 
-Trust: a recipe runs confined: it cannot start processes or load native code, and it reads
-and writes files only in its run directory, the cache, its own folder (read only) and the
-paths named on the command line (data=, model=, out=, run_dir=, resume=, config=, …).
---trust runs it with your rights: for a recipe you wrote or checked. The REPL is trusted.
+Trust: a recipe runs confined: it cannot start processes or load native code; it reads its
+own folder, the cache and the paths named on the command line (data=, model=, config=, …),
+and writes only in its run directory (run_dir=, resume=, base_dir=) and the paths named for
+writing (out=, cache_file=); never a .lua file. Its Lua may run 1m without calling into the
+engine (--lua-time-limit, 0 for none) and hold 1GiB (--lua-memory, less where the process
+may use less). --trust runs it with your rights: for a recipe you wrote or checked. The REPL
+is trusted. docs/SECURITY.md says what each allows.
 
 Signals: Ctrl-C (or SIGTERM) finishes the current step, saves a checkpoint and prints the
 command that resumes; a second Ctrl-C aborts at once.
 
 Exit codes: 0 ok, 1 recipe error (a failed checkpoint save included), 2 usage or config
 error (a bad flag, key or value; a plan over the memory budget), 3 stopped by the run's
-recovery policy, 130 / 143 interrupted by SIGINT / SIGTERM.
+recovery policy, 4 past the recipe's Lua time or memory limit, 130 / 143 interrupted by
+SIGINT / SIGTERM; os.exit(n) in a recipe: n.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	quiet, trust := false, false
+	var limits luaLimits
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if ok, err := limits.parse(args[0]); ok {
+			if err != nil {
+				fmt.Fprintf(stderr, "rookscript: %v\n\n%s", err, usage)
+				return 2
+			}
+			args = args[1:]
+			continue
+		}
 		switch args[0] {
 		case "--help", "-h", "-help":
 			fmt.Fprint(stdout, usage)
@@ -118,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if world.Size() > 1 {
 		stderr = rankWriter{stderr, world.Rank()}
 	}
-	code := runRank(recipe, args[1:], world, stdout, stderr, quiet, trust)
+	code := runRank(recipe, args[1:], world, stdout, stderr, quiet, trust, limits)
 	if code != 0 && world.Size() > 1 {
 		// The other ranks may be waiting for this one in a collective: end them all.
 		world.Abort(code)
@@ -130,13 +145,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func runRank(recipe string, args []string, world dist.Comm, stdout, stderr io.Writer, quiet, trust bool) int {
-	env, err := luabind.New(luabind.Options{Args: args, Recipe: recipe, Stdout: stdout, Quiet: quiet, Trust: trust, World: world})
+func runRank(recipe string, args []string, world dist.Comm, stdout, stderr io.Writer, quiet, trust bool, limits luaLimits) int {
+	env, err := luabind.New(luabind.Options{Args: args, Recipe: recipe, Stdout: stdout, Stderr: stderr, Quiet: quiet,
+		Trust: trust, World: world, LuaTimeLimit: limits.time, LuaMemory: limits.memory})
 	if err != nil {
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2
 	}
 	defer env.Close()
+	if world.Rank() == 0 {
+		for _, w := range env.ShadowWarnings() {
+			fmt.Fprintln(stderr, w)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopSignals := handleSignals(env, cancel, stderr)
@@ -202,9 +223,16 @@ func exitCode(err error, stderr io.Writer) int {
 	var interrupted *luabind.InterruptedError
 	var stopped *luabind.StoppedError
 	var recipeErr *luabind.RecipeError
+	var limitErr *luabind.LimitError
+	var exitErr *luabind.ExitError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &exitErr):
+		return exitErr.Code
+	case errors.As(err, &limitErr):
+		fmt.Fprintf(stderr, "rookscript: %v\n", err)
+		return 4
 	case errors.As(err, &usageErr), errors.As(err, &recipeErr) && recipeErr.Config:
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 2

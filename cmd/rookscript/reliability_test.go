@@ -484,7 +484,8 @@ func TestFaultRecoveryRollbackAndStop(t *testing.T) {
 }
 
 // 10. sft.lua without out= saves its model in its run directory (runs/sft/model), where
-// neither exists yet, and generates its rows into the cache, never beside the run.
+// neither exists yet, and its rows are built into the cache (rook.chess.dataset with no
+// path, which a confined recipe may use), never beside the run.
 func TestFaultSFTDefaultOut(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -494,7 +495,7 @@ func TestFaultSFTDefaultOut(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "runs", "sft", "model", "model.safetensors")); err != nil {
 		t.Fatalf("sft.lua did not save runs/sft/model: %v", err)
 	}
-	if rows, _ := filepath.Glob(filepath.Join(cache, "sft-data", "rows-16-*.txt")); len(rows) != 1 {
+	if rows, _ := filepath.Glob(filepath.Join(cache, "datasets", "*.txt")); len(rows) != 1 {
 		t.Fatalf("generated rows in the cache: %v", rows)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(tmp, "runs")); len(entries) != 1 {

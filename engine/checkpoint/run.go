@@ -130,6 +130,16 @@ func Preflight(dir string, resume bool) error {
 // runMarkers are the entries that make a directory a run's (Create makes the first two).
 var runMarkers = []string{"checkpoints", LockFile, "metrics.jsonl"}
 
+// IsRun reports whether dir holds a run: one of runMarkers.
+func IsRun(dir string) bool {
+	for _, m := range runMarkers {
+		if _, err := os.Lstat(filepath.Join(dir, m)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // refuseForeign refuses a directory that exists, is not empty and is not a run: a new run
 // writes config.json, recipe.lua and metrics.jsonl into its directory, and a model folder or
 // the working directory must never have those overwritten.

@@ -83,7 +83,7 @@ func (c *CPU) Alloc(n int) backend.Buf {
 
 func (c *CPU) AllocI32(n int) backend.I32 {
 	c.checkAlloc(n)
-	return backend.I32{M: &backend.Mem{HostI: make([]int32, n), Len: n}, N: n}
+	return backend.I32{M: &backend.Mem{HostI: backend.TrackHost(make([]int32, n)), Len: n}, N: n}
 }
 
 func (c *CPU) Upload(dst backend.Buf, src []float32) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/rookscript/rookscript/engine/backend"
 )
 
 // hugePage is the size of a transparent huge page on x86-64 Linux.
@@ -33,7 +35,7 @@ const hugeMin = 64 << 20
 // hint about placement: no number depends on it. It stays with the memory when the Go heap
 // later reuses it for other objects, which costs nothing.
 func HostFloats(n int) []float32 {
-	h := make([]float32, n)
+	h := backend.TrackHost(make([]float32, n))
 	adviseHuge(h)
 	return h
 }
