@@ -708,7 +708,11 @@ func (e *Env) cachedDataset(L *lua.LState, p *positions, g *stockfishPool) int {
 	}
 	path := filepath.Join(cacheDir(), "datasets", hex.EncodeToString(sum[:12])+ext)
 	out := map[string]any{"path": path, "cached": true}
-	if !fileExists(path) {
+	if fileExists(path) {
+		if err := checkFileHash(path); err != nil {
+			return pushErr(L, err)
+		}
+	} else {
 		src, err := rookworld.Open(p.spec) // from its start, whatever the recipe drew from p
 		if err != nil {
 			return pushErr(L, err)
@@ -718,9 +722,51 @@ func (e *Env) cachedDataset(L *lua.LState, p *positions, g *stockfishPool) int {
 		if err != nil {
 			return pushErr(L, err)
 		}
+		if err := recordFileHash(path); err != nil {
+			return pushErr(L, err)
+		}
 		out = datasetCounts(st)
 		out["path"], out["cached"] = path, false
 	}
 	L.Push(fromGo(L, out))
 	return 1
+}
+
+// recordFileHash writes path's SHA-256 beside it (path.sha256), for checkFileHash.
+func recordFileHash(path string) error {
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(path+".sha256", []byte(sum+"\n"))
+}
+
+// checkFileHash refuses a built artefact of the cache whose bytes are not those its build
+// recorded: something changed it after it was built.
+func checkFileHash(path string) error {
+	want, err := os.ReadFile(path + ".sha256")
+	if err != nil {
+		return fmt.Errorf("%s has no record of its build (%s.sha256): remove it to build it again", path, path)
+	}
+	got, err := fileSHA256(path)
+	if err != nil {
+		return err
+	}
+	if got != strings.TrimSpace(string(want)) {
+		return fmt.Errorf("%s is not the file its build wrote (sha256 %s, recorded %s): remove it to build it again", path, got[:12], strings.TrimSpace(string(want)))
+	}
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -495,10 +495,22 @@ func TestFaultSFTDefaultOut(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "runs", "sft", "model", "model.safetensors")); err != nil {
 		t.Fatalf("sft.lua did not save runs/sft/model: %v", err)
 	}
-	if rows, _ := filepath.Glob(filepath.Join(cache, "datasets", "*.txt")); len(rows) != 1 {
+	rows, _ := filepath.Glob(filepath.Join(cache, "datasets", "*.txt"))
+	if len(rows) != 1 {
 		t.Fatalf("generated rows in the cache: %v", rows)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(tmp, "runs")); len(entries) != 1 {
 		t.Fatalf("runs/ holds %v, want only the run directory", entries)
 	}
+	// Rows changed after their build are refused, never trained on.
+	f, err := os.OpenFile(rows[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("P: planted\n")
+	f.Close()
+	code, out, errOut = rookscript(t, tmp, []string{"ROOKSCRIPT_CACHE=" + cache}, "--quiet", sftRecipe, "model=random:tiny", "rows=16",
+		"stockfish.depth=4", "steps=2", "batch=4", "run_dir=runs/sft2")
+	wantExit(t, "sft.lua on changed rows", code, 1, out, errOut)
+	wantContains(t, "stderr", errOut, "is not the file its build wrote")
 }
