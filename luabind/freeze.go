@@ -56,15 +56,27 @@ func (e *Env) view(t *lua.LTable, name string) *lua.LTable {
 	L := e.L
 	mt := L.NewTable()
 	mt.RawSetString(frozenKey, t)
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		k := L.Get(2)
-		v := t.RawGet(k)
-		if sub, ok := v.(*lua.LTable); ok {
-			v = e.view(sub, name+"."+lua.LVAsString(k))
+	nested := false
+	t.ForEach(func(_, v lua.LValue) {
+		if sub, ok := v.(*lua.LTable); ok && realTable(sub) == sub {
+			nested = true
 		}
-		L.Push(v)
-		return 1
-	}))
+	})
+	if nested {
+		mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+			k := L.Get(2)
+			v := t.RawGet(k)
+			if sub, ok := v.(*lua.LTable); ok {
+				v = e.view(sub, name+"."+lua.LVAsString(k))
+			}
+			L.Push(v)
+			return 1
+		}))
+	} else {
+		// No table to hand out: the VM reads t itself, as fast as a global. (Lua cannot reach
+		// t: the metatable is protected, and rawget reads through.)
+		mt.RawSetString("__index", t)
+	}
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("%s is read-only in a confined recipe (the embedded modules share it): copy it to change it", name)
 		return 0
