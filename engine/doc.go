@@ -20,7 +20,9 @@
 //	             a cache that survives runs
 //	rookworld    the RookWorld tasks: formats, parsers, the environment step, rewards, metrics,
 //	             position sources, the task mix, the dataset builder
+//	dataset      prompt rows streamed from parquet and JSONL files and Hugging Face-style shards
 //	checkpoint   run directories: atomic checkpoints, exact resume, reference identity
+//	tbevents     TensorBoard event files: scalars, text, hparams, sessions
 //	atomicfile   files replaced atomically (temporary file, fsync, rename)
 //	internal     paritytest: a backend checked against the CPU backend, kernel by kernel and
 //	             whole-model step by step (run by the CUDA emulator's tests and the GPU's)

@@ -63,8 +63,8 @@ func batchIndex(L *lua.LState) int {
 	return 1
 }
 
-// completionTable describes completion i (1-based): prompt, text, tokens, truncated, group,
-// reward (when scored).
+// completionTable describes completion i (1-based): prompt, text, tokens, truncated, stop (the
+// stop string or rule that finished it, if one did), group, reward (when scored).
 func completionTable(L *lua.LState, b *batch, i int) lua.LValue {
 	if i < 1 || i > len(b.b.Completions) {
 		return lua.LNil
@@ -75,6 +75,9 @@ func completionTable(L *lua.LState, b *batch, i int) lua.LValue {
 	t.RawSetString("text", lua.LString(c.Text))
 	t.RawSetString("tokens", lua.LNumber(len(c.Tokens)))
 	t.RawSetString("truncated", lua.LBool(c.Truncated))
+	if c.Stop != "" {
+		t.RawSetString("stop", lua.LString(c.Stop))
+	}
 	t.RawSetString("group", lua.LNumber(c.Prompt+1))
 	if b.b.Rewards != nil {
 		t.RawSetString("reward", lua.LNumber(b.b.Rewards[i-1]))

@@ -139,6 +139,8 @@ type positions struct {
 	src  rookworld.Source
 	spec rookworld.SourceSpec
 	mix  rookworld.Mix
+	env  *Env
+	said int64 // skipped records the log has told of
 }
 
 func (p *positions) String() string {
@@ -160,15 +162,18 @@ type positionsOptions struct {
 	Task        string  `json:"task"`
 	EnvFraction float64 `json:"env_fraction"`
 	Pad         bool    `json:"pad"`
+	// A split's name or a list of them (SourceSpec.Split takes the list).
+	Split lua.LValue `json:"split"`
 }
 
 // rook.positions(path | spec) → a position source. spec: {path=, kind=, loop=true, seed=,
-// per_game=, min_ply=, max_ply=, skip_invalid=, task="policy"|"env"|"mix",
-// env_fraction=0.5, pad=true, generator={seed=, style=, min_ply=, max_ply=, engine=,
-// guide_prob=, guide_depth=, guide_top=}}. "generator" (or kind="generator") plays seeded
-// games.
+// per_game=, min_ply=, max_ply=, skip_invalid=, split="train" | {...}, text_column="text",
+// task="policy"|"env"|"mix", env_fraction=0.5, pad=true, generator={seed=, style=, min_ply=,
+// max_ply=, engine=, guide_prob=, guide_depth=, guide_top=}}. "generator" (or
+// kind="generator") plays seeded games; a .parquet, .jsonl or .jsonl.gz file or a directory
+// of their shards is a data set (rookworld.DataSource).
 func (e *Env) luaPositions(L *lua.LState) int {
-	p := &positions{mix: rookworld.Mix{Task: rookworld.MixPolicy, EnvFraction: 0.5, Pad: true}}
+	p := &positions{mix: rookworld.Mix{Task: rookworld.MixPolicy, EnvFraction: 0.5, Pad: true}, env: e}
 	if s, ok := L.Get(1).(lua.LString); ok {
 		p.spec = rookworld.SourceSpec{Path: string(s), Loop: true}
 		if s == "generator" {
@@ -178,6 +183,7 @@ func (e *Env) luaPositions(L *lua.LState) int {
 		o := positionsOptions{SourceSpec: rookworld.SourceSpec{Loop: true}, Task: p.mix.Task, EnvFraction: 0.5, Pad: true}
 		options(L, 1, "rook.positions", &o)
 		p.spec, p.mix.Task, p.mix.EnvFraction, p.mix.Pad = o.SourceSpec, o.Task, o.EnvFraction, o.Pad
+		p.spec.Split = splitNames(L, o.Split)
 		if g, ok := L.Get(1).(*lua.LTable); ok && g.RawGetString("generator") != lua.LNil {
 			p.spec.Kind, p.spec.Generator = "generator", o.Generator.GeneratorOptions
 			if o.Generator.Engine != nil {
@@ -208,6 +214,76 @@ var positionsMethods = map[string]lua.LGFunction{
 	"next":    positionsNext,
 	"cursor":  positionsCursor,
 	"restore": positionsRestore,
+	"stats":   positionsStats,
+}
+
+// splitNames reads rook.positions's split: a name, or a list of names in order of preference.
+func splitNames(L *lua.LState, v lua.LValue) []string {
+	switch x := v.(type) {
+	case nil, *lua.LNilType:
+		return nil
+	case lua.LString:
+		return []string{string(x)}
+	case *lua.LTable:
+		var out []string
+		for i := 1; i <= x.Len(); i++ {
+			s, ok := x.RawGetInt(i).(lua.LString)
+			if !ok {
+				break
+			}
+			out = append(out, string(s))
+		}
+		if len(out) > 0 && len(out) == x.Len() {
+			return out
+		}
+	}
+	L.RaiseError("rook.positions: option \"split\": want a split's name or a list of names, got %s", shownLua(v))
+	return nil
+}
+
+// skipCounter is a source that can skip bad records (skip_invalid) and counts them.
+type skipCounter interface{ Skipped() int64 }
+
+// data:stats() → {items=, epoch=, skipped=}: the items drawn so far (over the run, when the
+// cursor was restored), the passes completed, and the bad records skip_invalid skipped in this
+// process.
+func positionsStats(L *lua.LState) int {
+	p := checkPositions(L, 1)
+	c := p.src.Cursor()
+	t := L.CreateTable(0, 3)
+	t.RawSetString("items", lua.LNumber(c.Count))
+	t.RawSetString("epoch", lua.LNumber(c.Epoch))
+	var skipped int64
+	if sc, ok := p.src.(skipCounter); ok {
+		skipped = sc.Skipped()
+	}
+	t.RawSetString("skipped", lua.LNumber(skipped))
+	L.Push(t)
+	return 1
+}
+
+// noteSkips tells the log of the records skip_invalid skipped: the first, with why, then
+// the count at each power of ten.
+func (p *positions) noteSkips() {
+	sc, ok := p.src.(skipCounter)
+	if !ok || sc.Skipped() == p.said {
+		return
+	}
+	n := sc.Skipped()
+	if p.said == 0 {
+		why := ""
+		if f, ok := p.src.(interface{ FirstSkipped() error }); ok && f.FirstSkipped() != nil {
+			why = ": " + f.FirstSkipped().Error()
+		}
+		p.env.say(fmt.Sprintf("rook.positions %s: skipped a bad record (skip_invalid)%s", p.spec.Path, why))
+	}
+	for power := int64(10); power <= n; power *= 10 {
+		if p.said < power {
+			p.env.say(fmt.Sprintf("rook.positions %s: %d bad records skipped so far (skip_invalid)", p.spec.Path, n))
+			break
+		}
+	}
+	p.said = n
 }
 
 // data:next(n [, {task=}]) → list of n prompts as tables {prompt=, task="P"|"A", fen=,
@@ -239,6 +315,7 @@ func positionsNext(L *lua.LState) int {
 		}
 		out.Append(itemTable(L, p, it, index, task))
 	}
+	p.noteSkips()
 	L.Push(out)
 	return 1
 }
@@ -414,11 +491,14 @@ type evalOptions struct {
 	Temperature  float32                `json:"temperature"`
 	Greedy       bool                   `json:"greedy"`
 	Seed         uint64                 `json:"seed"`
+	Stop         []string               `json:"stop"`      // stop strings, as rollout's
+	StopRule     string                 `json:"stop_rule"` // "rookworld": where the task's answer ends, as rollout's
 	Reward       rookworld.RewardConfig `json:"reward"`
 }
 
 func (o evalOptions) rollout() rollout.Config {
-	c := rollout.Config{Group: 1, MaxNewTokens: o.MaxNewTokens, Temperature: o.Temperature, Seed: o.Seed}
+	c := rollout.Config{Group: 1, MaxNewTokens: o.MaxNewTokens, Temperature: o.Temperature, Seed: o.Seed,
+		Stop: o.Stop, StopRule: o.StopRule}
 	c.Greedy = o.Greedy
 	return c
 }
@@ -433,6 +513,7 @@ func (o evalOptions) rollout() rollout.Config {
 func (e *Env) luaEval(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
+	e.checkPrompts(prompts)
 	o := settingsArg[evalOptions](L, 3, "eval", "rook.eval")
 	s, err := rookworld.NewScorer(optEngine(L, 4, "rook.eval"), o.Reward)
 	if err != nil {

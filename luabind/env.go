@@ -60,14 +60,16 @@ type Env struct {
 	config   map[string]any // the resolved rook.config, for run directories
 	progress *progress      // the current run's progress line, which logs and prints keep intact
 
-	access    *access                     // what a confined recipe may touch; nil when trusted
-	resume    *resumeInfo                 // set by rook.config when the command line resumes a run
-	pending   []*model                    // models whose "model:" line waits for the resume (rook.load)
-	runs      []*run                      // every run this environment opened, in order
-	intr      *interrupts                 // shared with the environments rook.exec starts
-	guard     *guard                      // the recipe's time and memory (limits.go)
-	frozen    map[*lua.LTable]*lua.LTable // tables → their read-only views (freeze.go)
-	moduleEnv *lua.LTable                 // the embedded modules' globals, for a confined recipe
+	access  *access     // what a confined recipe may touch; nil when trusted
+	resume  *resumeInfo // set by rook.config when the command line resumes a run
+	pending []*model    // models whose "model:" line waits for the resume (rook.load)
+	runs    []*run      // every run this environment opened, in order
+	intr    *interrupts // shared with the environments rook.exec starts
+	guard   *guard      // the recipe's time and memory (limits.go)
+	// promptWarned: a prompt that ends inside a token was reported (checkPrompts).
+	promptWarned bool
+	frozen       map[*lua.LTable]*lua.LTable // tables → their read-only views (freeze.go)
+	moduleEnv    *lua.LTable                 // the embedded modules' globals, for a confined recipe
 }
 
 // UsageError is an error in how rookscript was invoked (exit code 2), not in the recipe.

@@ -13,6 +13,7 @@ import (
 	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/rollout"
+	"github.com/rookscript/rookscript/engine/rookworld"
 	"github.com/rookscript/rookscript/engine/tokenizer"
 )
 
@@ -149,7 +150,7 @@ func runPolicy(dir string) string {
 // build gives: its bytes are the same on every processor the engine runs (AVX-512 or AVX2,
 // AMD or Intel), so the binary knows them and nothing a recipe writes can change them.
 var defaultModelHashes = map[string]string{
-	"v1": "b76d2c3a3ac42c963a42eb2c92d5b672a6b234cd4c18cf0ed9f5aabddb3dccaa",
+	"v2": "2238a4ff90cffdfcd8a3bd354e308a54125dc6f7670b3717f0777f1f9730f8da",
 }
 
 // defaultBuild is the record a build of the default model leaves beside it (build.json): the
@@ -243,9 +244,9 @@ func (e *Env) modelMethods() map[string]lua.LGFunction {
 		"reference": modelReference,
 		"sync":      modelSync,
 		"save":      e.modelSave,
-		"generate":  modelGenerate,
+		"generate":  e.modelGenerate,
 		"rollout":   e.modelRollout,
-		"logprobs":  modelLogprobs,
+		"logprobs":  e.modelLogprobs,
 		"info":      modelInfo,
 		"hash":      modelHash,
 	}
@@ -408,6 +409,28 @@ func (m *model) sampling(L *lua.LState, n int) rollout.Config {
 	return c
 }
 
+// checkPrompts warns, once a run, of a prompt that ends inside a token of the text a model
+// trained on whole documents continues it with (a trailing space after a FEN, a P: row's full
+// padding): tokenized alone it ends one token off anything the model saw. It names the
+// prompt and its token-consistent form (rookworld.PromptBoundary), as Hugging Face's
+// tokenizers and Guidance's token healing treat the same boundary.
+func (e *Env) checkPrompts(prompts []string) {
+	if e.promptWarned || e.opts.Quiet {
+		return
+	}
+	tk, err := tok()
+	if err != nil {
+		return
+	}
+	for _, p := range prompts {
+		if ok, consistent := rookworld.PromptBoundary(tk, p); !ok {
+			e.promptWarned = true
+			e.say(fmt.Sprintf("warning: the prompt %q ends inside a token of the text that follows it (BPE joins its last characters to the next word), so the model meets a split it never saw in training; the token-consistent form is %q (said once a run)", p, consistent))
+			return
+		}
+	}
+}
+
 func (m *model) generate(L *lua.LState, prompts []string, cfg rollout.Config) *rollout.Batch {
 	t := tokenizerOrRaise(L)
 	if m.m.Config.VocabSize != t.VocabSize() {
@@ -430,10 +453,11 @@ func (m *model) generate(L *lua.LState, prompts []string, cfg rollout.Config) *r
 
 // model:generate(prompt(s) [, opts]) → text, or a list of texts for a list of prompts (n
 // samples each when n > 1: a list per prompt).
-func modelGenerate(L *lua.LState) int {
+func (e *Env) modelGenerate(L *lua.LState) int {
 	m := checkModel(L, 1)
 	single := L.Get(2).Type() == lua.LTString
 	prompts := promptsArg(L, 2)
+	e.checkPrompts(prompts)
 	o := struct {
 		rollout.Config
 		N int `json:"n"`
@@ -482,6 +506,7 @@ func modelGenerate(L *lua.LState) int {
 func (e *Env) modelRollout(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompts := promptsArg(L, 2)
+	e.checkPrompts(prompts)
 	cfg := m.sampling(L, 3)
 	c := e.world()
 	if c.Size() == 1 {
@@ -510,9 +535,10 @@ func (e *Env) modelRollout(L *lua.LState) int {
 
 // model:logprobs(prompt, completion [, {temperature=}]) → list of the completion tokens'
 // log-probabilities under the training forward (for health checks against a rollout).
-func modelLogprobs(L *lua.LState) int {
+func (e *Env) modelLogprobs(L *lua.LState) int {
 	m := checkModel(L, 1)
 	prompt, completion := L.CheckString(2), L.CheckString(3)
+	e.checkPrompts([]string{prompt})
 	o := struct {
 		Temperature float64 `json:"temperature"`
 	}{Temperature: 1}

@@ -19,11 +19,15 @@ func TestLoadDefaultModel(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("ROOKSCRIPT_CACHE", cache)
 	// The cache entry is scripts/defaultmodel.lua's to name (its version beside its recipe).
-	dir, err := runLua(t, Options{}, "dir.lua", `print(require("defaultmodel").dir())`)
+	out, err := runLua(t, Options{}, "dir.lua", `local m = require("defaultmodel"); print(m.VERSION); print(m.dir())`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dir = strings.TrimSpace(dir); filepath.Dir(dir) != cache {
+	version, dir, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if _, ok := defaultModelHashes[version]; !ok {
+		t.Errorf("the binary knows no hash of the default model %s: build it (make run) and add its build.json's hash to defaultModelHashes", version)
+	}
+	if filepath.Dir(dir) != cache {
 		t.Fatalf("the default model's cache entry %q is not in $ROOKSCRIPT_CACHE %s", dir, cache)
 	}
 	mc := gpt2.Config{VocabSize: 29, MaxSeqLen: 16, NumLayers: 1, NumHeads: 2, Channels: 8, LayerNormE: 1e-5}
@@ -42,21 +46,21 @@ func TestLoadDefaultModel(t *testing.T) {
 	}
 	hash := gpt2.ParamsHash(mc, params)
 	var dme *DefaultModelError
-	if err := checkDefault(model, "v1", hash, false); !errors.As(err, &dme) || dme.Got != hash || dme.Want != defaultModelHashes["v1"] {
+	if err := checkDefault(model, version, hash, false); !errors.As(err, &dme) || dme.Got != hash || dme.Want != defaultModelHashes[version] {
 		t.Fatalf("checkDefault: %v", err)
 	}
 	// This machine's own build, recorded when it was built, is its version's model here.
-	if err := checkDefault(model, "v1", hash, true); err != nil {
+	if err := checkDefault(model, version, hash, true); err != nil {
 		t.Fatalf("a fresh build is refused: %v", err)
 	}
-	out, err := runLua(t, Options{}, "default.lua", load)
+	out, err = runLua(t, Options{}, "default.lua", load)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "(cached in "+model+")") || !strings.Contains(out, "\n"+model+"\n") {
 		t.Fatalf("rook.load(\"default\") did not load the cached default model:\n%s", out)
 	}
-	if err := checkDefault(model, "v1", "0"+hash[1:], false); !errors.As(err, &dme) {
+	if err := checkDefault(model, version, "0"+hash[1:], false); !errors.As(err, &dme) {
 		t.Fatalf("weights other than the recorded build's: %v", err)
 	}
 }

@@ -47,6 +47,7 @@ type run struct {
 	printEvery int // print one of them every this many steps (0: never)
 	noSignal   int // steps in a row without reward signal
 	summary    runSummary
+	tb         *tensorboard // nil with tensorboard = false, and on ranks other than 0
 }
 
 func (r *run) String() string {
@@ -72,7 +73,7 @@ func checkOpenRun(L *lua.LState, n int) *run {
 }
 
 // rook.run{dir=, policy=, ref=, opt=, data=, steps=, save_every=, keep=3, best=,
-// best_mode="max", resume=, config=, samples=4, print_sample_every=0} → run, or nil, err (the
+// best_mode="max", resume=, config=, samples=4, print_sample_every=0, tensorboard=true} → run, or nil, err (the
 // directory is another run's, or in use by another process, or its checkpoint does not load).
 // config: the resolved config to record (the last rook.config's by default); steps and
 // save_every: what run:save_due goes by. (Keys a resume may not change are rook.config's rule
@@ -84,9 +85,10 @@ func checkOpenRun(L *lua.LState, n int) *run {
 // cursor, sampling counters and the recipe state (run:state()); the reference is reloaded from
 // its recorded source and its hash checked — never taken from the resumed policy (run.ref is
 // it); the metrics logged after the checkpoint are taken out of metrics.jsonl, since the run
-// logs those steps again.
+// logs those steps again. With tensorboard, the run also writes what it logs as TensorBoard
+// event files in run_dir/tb (tensorboard.go).
 func (e *Env) luaRun(L *lua.LState) int {
-	o := runOptions{Keep: checkpoint.DefaultKeepLast, Samples: DefaultSamples}
+	o := runOptions{Keep: checkpoint.DefaultKeepLast, Samples: DefaultSamples, Tensorboard: true}
 	options(L, 1, "rook.run", &o)
 	if o.Best != "" && o.BestMode == "" {
 		o.BestMode = "max"
@@ -149,6 +151,20 @@ func (e *Env) luaRun(L *lua.LState) int {
 		}
 		e.announcePending() // the weights are the ones loaded
 	}
+	if o.Tensorboard && e.main() {
+		// A new run's first record can be its step-0 evaluation; a resumed run logs again
+		// from the step after its checkpoint.
+		start := r.step
+		if r.resumed {
+			start = r.step + 1
+		}
+		tb, err := openTensorboard(r.r.Dir, start, readRunConfig(r.r.Dir), !r.resumed)
+		if err != nil {
+			r.r.Close()
+			return pushErr(L, err)
+		}
+		r.tb = tb
+	}
 	for _, grant := range grants {
 		grant()
 	}
@@ -176,6 +192,11 @@ func (r *run) Close() error {
 	}
 	r.closed = true
 	r.printSummary()
+	r.printSummaryMore()
+	var tbErr error
+	if r.tb != nil {
+		tbErr = r.tb.Close()
+	}
 	for _, m := range []*model{r.policy, r.ref} {
 		if m != nil && m.run == r {
 			m.run = nil
@@ -185,7 +206,28 @@ func (r *run) Close() error {
 	in.mu.Lock()
 	in.writers--
 	in.mu.Unlock()
-	return r.r.Close()
+	if err := r.r.Close(); err != nil {
+		return err
+	}
+	return tbErr
+}
+
+// printSummaryMore ends the summary with the lines printSummary does not write: the command
+// that shows the run's TensorBoard files, and the bad records its data source skipped.
+func (r *run) printSummaryMore() {
+	if r.env.opts.Quiet || r.r == nil || !r.env.main() {
+		return
+	}
+	var b strings.Builder
+	if r.tb != nil {
+		fmt.Fprintf(&b, "  %-12s tensorboard --logdir %s\n", "tensorboard", r.r.Dir)
+	}
+	if r.data != nil {
+		if sc, ok := r.data.src.(skipCounter); ok && sc.Skipped() > 0 {
+			fmt.Fprintf(&b, "  %-12s %d bad records of %s skipped (skip_invalid)\n", "positions", sc.Skipped(), r.data.spec.Path)
+		}
+	}
+	fmt.Fprint(r.env.out, b.String())
 }
 
 // runOptions are rook.run's options.
@@ -203,8 +245,9 @@ type runOptions struct {
 	BestMode  string      `json:"best_mode"`
 	Config    *lua.LTable `json:"config"`
 
-	Samples          int `json:"samples"`
-	PrintSampleEvery int `json:"print_sample_every"`
+	Samples          int  `json:"samples"`
+	PrintSampleEvery int  `json:"print_sample_every"`
+	Tensorboard      bool `json:"tensorboard"`
 }
 
 // openOnEveryRank: once rank 0 has created or opened the run in dir for writing, every other
@@ -647,7 +690,8 @@ func metricsArg(L *lua.LState, n int) map[string]float64 {
 // progress line. The run's step becomes step. Given the step's batch (after rook.grpo.step
 // set its advantages), it also writes the run's samples of it to samples.jsonl and prints one
 // every print_sample_every steps. A step without reward signal (metrics.no_signal_reason, set
-// by rook.grpo.step) says why on its progress line; several in a row give a warning.
+// by rook.grpo.step) says why on its progress line; several in a row give a warning. The
+// record and the samples also go to the run's TensorBoard file, with the same time.
 func runLog(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
@@ -670,9 +714,14 @@ func runLog(L *lua.LState) int {
 		}
 		m = pm
 	}
+	// To the millisecond, as metrics.jsonl writes it, so that TensorBoard has the same time.
+	now := time.Now().Truncate(time.Millisecond)
 	if r.env.main() {
-		if err := r.r.AppendMetrics(step, m); err != nil {
+		if err := r.r.AppendMetricsAt(step, now, m); err != nil {
 			L.RaiseError("%s", err.Error())
+		}
+		if err := r.tensorboardLog(step, now, m, b); err != nil {
+			L.RaiseError("run:log: %s", err.Error())
 		}
 	}
 	r.step = max(r.step, step)
@@ -888,6 +937,13 @@ func runRollback(L *lua.LState) int {
 		L.RaiseError("run:rollback to %s: %s", st.Name, err.Error())
 	}
 	dropped, _ := strconv.Atoi(string(b))
+	if r.tb != nil {
+		// The repeated steps are a new session: TensorBoard drops the values from the
+		// step after the checkpoint on, as metrics.jsonl did.
+		if err := r.tb.session(st.Step+1, time.Now()); err != nil {
+			L.RaiseError("run:rollback to %s: %s", st.Name, err.Error())
+		}
+	}
 	r.progress.note(fmt.Sprintf("rolled back to %s (%d later records moved to %s)", st.Name, dropped, checkpoint.DiscardedMetricsFile))
 	L.Push(lua.LNumber(st.Step))
 	return 1

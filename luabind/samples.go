@@ -60,7 +60,7 @@ func sampleOf(step int, b *batch, i int) checkpoint.Sample {
 	c := b.b.Completions[i]
 	prompt := b.prompts[c.Prompt]
 	s := checkpoint.Sample{Step: step, Index: i + 1, Group: c.Prompt + 1, Prompt: prompt, Completion: c.Text,
-		Tokens: len(c.Tokens), Truncated: c.Truncated}
+		Tokens: len(c.Tokens), Truncated: c.Truncated, Stop: c.Stop}
 	if task, _, ok := strings.Cut(prompt, ":"); ok && (task == "P" || task == "A") {
 		s.Task = task
 	}

@@ -68,7 +68,8 @@ var sectionSpecs = []*sectionSpec{
 	newSection("stockfish", "rook.stockfish", func(bool) stockfish.Config { return stockfish.DefaultConfig() },
 		func(c *stockfish.Config) error { return c.Validate() }),
 	newSection("eval", "rook.eval", func(bool) evalOptions {
-		return evalOptions{MaxNewTokens: rookworld.MaxAnswerTokens, Temperature: 1, Greedy: true, Reward: rookworld.DefaultRewardConfig()}
+		return evalOptions{MaxNewTokens: rookworld.MaxAnswerTokens, Temperature: 1, Greedy: true, StopRule: rollout.StopRuleRookWorld,
+			Reward: rookworld.DefaultRewardConfig()}
 	}, func(o *evalOptions) error {
 		if err := o.rollout().Validate(); err != nil {
 			return prefixed("eval", err)

@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/dustin/go-humanize"
@@ -10,9 +11,10 @@ import (
 )
 
 // docsArg reads SFT documents: strings (every token is learned) or tables {prompt=, target=}
-// whose prompt and target are tokenized separately, exactly as a rollout sees them (the BPE
-// of a whole row can merge across the boundary, and a model trained on that would expect a
-// token its prompts never end with); with completionOnly only the target's tokens are
+// tokenized as their joined text and split where the prompt ends, as RookWorld-LM read its
+// training text; a prompt that ends inside a token of that text (a trailing pad space, which
+// BPE joins to the next word) is refused naming the item and its token-consistent form, since
+// no rollout of it meets that split. With completionOnly only the target's tokens are
 // learned. Every document ends with <|endoftext|>.
 func docsArg(L *lua.LState, n int, completionOnly bool) []sft.Doc {
 	t := L.CheckTable(n)
@@ -28,12 +30,15 @@ func docsArg(L *lua.LState, n int, completionOnly bool) []sft.Doc {
 			if !ok1 || !ok2 {
 				L.ArgError(n, fmt.Sprintf("document %d: want a string or a table with string fields prompt and target", i))
 			}
-			pt := tk.Encode(string(p))
-			d := sft.Doc{Tokens: append(pt, tk.EncodeDoc(string(g))...)}
-			if completionOnly {
-				d.ScoreFrom = max(0, len(pt)-1)
+			// Tokenized as one text and split where the prompt ends, as a model trained on
+			// whole documents reads it (engine/sft Docs).
+			d, err := sft.Docs(tk, []sft.Item{{Prompt: string(p), Target: string(g)}}, completionOnly)
+			var be *sft.BoundaryError
+			if errors.As(err, &be) {
+				be.Item = i
+				L.ArgError(n, be.Error())
 			}
-			docs = append(docs, d)
+			docs = append(docs, d...)
 		default:
 			L.ArgError(n, fmt.Sprintf("document %d is a %s", i, v.Type()))
 		}

@@ -13,12 +13,14 @@ local sftloop = require("sftloop")
 
 local M = {}
 
---- The recipe of the build. Changing it changes VERSION, so a new cache entry is built. The
+--- The recipe of the build. Changing it changes VERSION, so a new cache entry is built (v2: each
+--- P: row is learned as one text split where its token-consistent prompt ends, as RookWorld-LM
+--- read its training text; v1 split it one pad space later). The
 --- weights also depend on what the recipe does not name: the engine's arithmetic (its version,
 --- the processor's vector units) and the Stockfish that labels P: rows. A cache entry built by
 --- another rookscript version is kept as it is, a v1 model but not this version's bit for
 --- bit; delete the directory to rebuild it.
-M.VERSION = "v1"
+M.VERSION = "v2"
 M.SPEC = {
   arch = "random:small@seed=1", -- GPT-2, 4 layers, 4 heads, d=128, context 256
   -- Positions from the first 20 plies of seeded opening-style games: a model this small

@@ -24,13 +24,20 @@ func (r *Run) metricsPath() string { return filepath.Join(r.Dir, "metrics.jsonl"
 // record per step (and per evaluation) of the history that led to the run's weights.
 const DiscardedMetricsFile = "metrics-discarded.jsonl"
 
-// AppendMetrics appends {"step": step, "time": now, ...m} as one line of metrics.jsonl.
-// Non-finite values are written as the strings "NaN", "Infinity" and "-Infinity".
+// AppendMetrics is AppendMetricsAt the current time.
 func (r *Run) AppendMetrics(step int, m map[string]float64) error {
+	return r.AppendMetricsAt(step, time.Now(), m)
+}
+
+// AppendMetricsAt appends {"step": step, "time": t, ...m} as one line of metrics.jsonl, t in
+// UTC to the millisecond. Non-finite values are written as the strings "NaN", "Infinity" and
+// "-Infinity". A caller that records the same values elsewhere (TensorBoard) passes the time
+// it records there.
+func (r *Run) AppendMetricsAt(step int, t time.Time, m map[string]float64) error {
 	if err := r.writable("appending to metrics.jsonl"); err != nil {
 		return err
 	}
-	line, err := metricsLine(step, time.Now(), m)
+	line, err := metricsLine(step, t, m)
 	if err != nil {
 		return err
 	}

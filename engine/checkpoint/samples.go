@@ -33,6 +33,7 @@ type Sample struct {
 	Completion string             `json:"completion"`
 	Tokens     int                `json:"tokens"`
 	Truncated  bool               `json:"truncated"`
+	Stop       string             `json:"stop,omitempty"` // the stop string or rule that finished it
 	Reward     *float64           `json:"reward,omitempty"`
 	Components map[string]float64 `json:"components,omitempty"` // the reward's parts that apply to it
 	Advantage  *float64           `json:"advantage,omitempty"`
@@ -171,6 +172,9 @@ func (s Sample) String() string {
 	fmt.Fprintf(&h, " · %d tokens", s.Tokens)
 	if s.Truncated {
 		h.WriteString(", TRUNCATED")
+	}
+	if s.Stop != "" {
+		fmt.Fprintf(&h, ", stopped by %q", s.Stop)
 	}
 	completion := visible(s.Completion)
 	if completion == "" {

@@ -4,6 +4,14 @@
 // G slots; then one batched decode step per new token serves every unfinished completion,
 // and completions that emit <|endoftext|> or reach the token limit leave the batch.
 //
+// A completion also ends at a stop (Config.Stop, Config.StopRule): a stop string in its text,
+// or the RookWorld rule, which reads each prompt's task from its text and ends a P: answer
+// after "B:" and a complete UCI move, an A: answer after its fourth '+', as RookWorld-LM's
+// model card stops generation. Such a completion is finished, not truncated: its tokens and
+// logprobs end at the token that completed the stop (the whole token, when a stop string ends
+// inside it), no <|endoftext|> is appended, and training scores exactly those tokens. Each new
+// token's text is matched once, incrementally, never the whole completion again.
+//
 // The log-probability of every sampled token is recorded at sampling time under
 // softmax(logits / temperature) — the full distribution, before top-k/top-p shaping, which
 // only decides what is sampled. Those are the logprobs GRPO's ratio is taken against: on a

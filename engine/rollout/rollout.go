@@ -25,7 +25,15 @@ type Config struct {
 	Shaping              // top-k / top-p / greedy: what is sampled, never what is recorded
 	Seed         uint64  `json:"seed"` // base of every completion's random stream (model:rollout: 0 draws one per call)
 	StopToken    int32   `json:"-"`    // EOT unless set; a model with a small vocabulary may use another id
-	// Decode turns completion tokens (without the stop token) into text; optional.
+	// Stop strings: a completion ends with the token whose text completes one of them
+	// (Completion.Stop). They are matched in the completion's text, not the prompt's.
+	Stop []string `json:"stop"`
+	// StopRule names a built-in rule that ends completions: "rookworld" (StopRuleRookWorld)
+	// ends each completion where its prompt's task ends an answer (rookworld.AnswerEnd); ""
+	// none.
+	StopRule string `json:"stop_rule"`
+	// Decode turns tokens into text: the completions' Text, and, for Stop and StopRule, each
+	// new token's text and the prompts'. Optional without them.
 	Decode func([]int32) string `json:"-"`
 	// Progress, if set, is told after each token step how many of at most MaxNewTokens ran.
 	Progress func(step, maxSteps int) `json:"-"`
@@ -52,8 +60,20 @@ func (c Config) Validate() error {
 	if err := c.Shaping.Validate(); err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
+	for i, s := range c.Stop {
+		if s == "" {
+			return fmt.Errorf("rollout: stop string %d is empty", i+1)
+		}
+	}
+	if c.StopRule != "" && c.StopRule != StopRuleRookWorld {
+		return fmt.Errorf("rollout: stop_rule %q is not %q or empty", c.StopRule, StopRuleRookWorld)
+	}
 	return nil
 }
+
+// StopRuleRookWorld is the stop rule of RookWorld-LM's model card: a P: answer ends after "B:"
+// and a complete UCI move, an A: answer after its fourth '+'.
+const StopRuleRookWorld = "rookworld"
 
 // ValidateContext reports whether completions of MaxNewTokens fit a model's context of n
 // positions after a prompt of at least one token; checked before any work, where
@@ -65,13 +85,15 @@ func (c Config) ValidateContext(n int) error {
 	return nil
 }
 
-// Completion is one sampled continuation of a prompt.
+// Completion is one sampled continuation of a prompt. It is finished by the stop token (its
+// last token), by a stop string or rule (Stop), or truncated by the token limit.
 type Completion struct {
 	Prompt    int       // index of its prompt in Batch.Prompts
-	Tokens    []int32   // sampled tokens, ending with the stop token unless Truncated
+	Tokens    []int32   // sampled tokens: the stop token last, or the token that completed Stop, or MaxNewTokens of them
 	LogProbs  []float32 // log softmax(logits/T)[token] recorded when each token was sampled
-	Truncated bool      // reached MaxNewTokens without the stop token
-	Text      string    // Config.Decode of the tokens before the stop token
+	Truncated bool      // reached MaxNewTokens without a stop
+	Stop      string    // the stop string, or the stop rule's name, that finished it; "" otherwise
+	Text      string    // Config.Decode of the tokens, without the stop token
 }
 
 // Batch is the result of one rollout: Group completions per prompt, prompt i's group at
@@ -119,7 +141,7 @@ func (b *Batch) Edited() { b.sampler = nil }
 type Stats struct {
 	Seconds       float64
 	PrefillTokens int
-	NewTokens     int
+	NewTokens     int // tokens sampled, a token the RookWorld stop rule drops among them
 	DecodeSteps   int
 }
 
@@ -149,6 +171,7 @@ type completionState struct {
 	pos  int32 // position of the next token to feed
 	rng  *rand.Rand
 	smp  sampler
+	end  *ender // nil without stop strings or rule
 }
 
 // Generate samples cfg.Group completions for each prompt. It stops early with ctx's error
@@ -169,6 +192,10 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 	}
 	if cfg.Occurrences != nil && len(cfg.Occurrences) != len(prompts) {
 		return nil, fmt.Errorf("rollout: %d occurrences for %d prompts", len(cfg.Occurrences), len(prompts))
+	}
+	stops := len(cfg.Stop) > 0 || cfg.StopRule != ""
+	if stops && cfg.Decode == nil {
+		return nil, fmt.Errorf("rollout: stop strings and stop_rule read the tokens' text: the config needs Decode")
 	}
 	start := time.Now()
 	longest := 0
@@ -220,6 +247,10 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		if cfg.Occurrences != nil {
 			occurrence = cfg.Occurrences[i]
 		}
+		promptText := ""
+		if cfg.StopRule != "" {
+			promptText = cfg.Decode(p)
+		}
 		for j := range g {
 			k := i*g + j
 			if j > 0 {
@@ -230,6 +261,9 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 			b.Completions[k].Prompt = i
 			states[k] = completionState{c: &b.Completions[k], row: i, slot: int32(k), pos: int32(len(p)),
 				rng: rand.New(rand.NewPCG(cfg.Seed, streamKey(key, occurrence, j))), smp: sampler{shape: cfg.Shaping}}
+			if stops {
+				states[k].end = newEnder(cfg, promptText)
+			}
 		}
 	}
 
@@ -251,6 +285,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 			last := st.c.Tokens[len(st.c.Tokens)-1]
 			switch {
 			case last == cfg.StopToken:
+			case st.end != nil && st.end.stopped(st.c, cfg.Decode):
 			case len(st.c.Tokens) >= cfg.MaxNewTokens:
 				st.c.Truncated = true
 			default:
@@ -280,7 +315,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 	if cfg.Decode != nil {
 		for k := range b.Completions {
 			c := &b.Completions[k]
-			c.Text = cfg.Decode(c.Tokens[:len(c.Tokens)-boolInt(!c.Truncated)])
+			c.Text = cfg.Decode(c.Tokens[:len(c.Tokens)-boolInt(!c.Truncated && c.Stop == "")])
 		}
 	}
 	b.Stats.Seconds = time.Since(start).Seconds()

@@ -243,6 +243,10 @@ func TestGenerateErrors(t *testing.T) {
 		"token outside":     {[][]int32{{99}}, func(*Config) {}},
 		"stop outside":      {good, func(c *Config) { c.StopToken = 29 }},
 		"no max new tokens": {good, func(c *Config) { c.MaxNewTokens = 0 }},
+		"empty stop string": {good, func(c *Config) { c.Stop, c.Decode = []string{"x", ""}, decodeTiny }},
+		"unknown stop rule": {good, func(c *Config) { c.StopRule, c.Decode = "chess", decodeTiny }},
+		"stop without text": {good, func(c *Config) { c.Stop = []string{"x"} }},
+		"rule without text": {good, func(c *Config) { c.StopRule = StopRuleRookWorld }},
 	} {
 		cfg := baseConfig()
 		c.cfg(&cfg)

@@ -9,8 +9,9 @@
 //
 // # Parts
 //
-//	format.go     building P: and A: prompts and targets, Python float formatting
+//	format.go     building P: and A: prompts and targets, Python float formatting, TokenBoundary, PromptBoundary
 //	parse.go      parsers for completions, prompts and training strings
+//	stop.go       AnswerEnd: where the model card stops an answer (rollout's "rookworld" stop rule)
 //	env.go        EnvStep, EnvStepAfter, Step, Play: the A: task's transition and its rewards
 //	history.go    Histories: the games behind A: prompts whose answer needs them (fivefold repetition)
 //	validate.go   ValidatePosition: the positions sources and EnvStep accept
@@ -18,6 +19,7 @@
 //	metrics.go    evaluation metrics over scored answers
 //	source.go     Source, Cursor, Item; FEN/EPD and training-string file sources
 //	pgnsource.go  the PGN position source (positions sampled per game)
+//	datasource.go DataSource: positions from parquet and JSONL data sets (engine/dataset)
 //	generate.go   seeded game generator (random, opening-style, engine-guided)
 //	mix.go        Mix: which task each item of a source becomes, drawn from the seed and index
 //	dataset.go    BuildDataset: RookWorld training text labelled by Stockfish and the rules
@@ -55,6 +57,20 @@
 //
 // Inferred or decided here:
 //
+//   - Prompts are token prefixes of their training text (TokenBoundary,
+//     DESIGN §3). RookWorld-LM was trained by llm.c on whole rows tokenized as
+//     one text, where GPT-2's BPE joins the FEN's last pad space to "M"
+//     (" M"). PolicyPrompt(fen, true) is therefore the padded FEN less its
+//     last space, and the answer after it begins " M: …"; PolicyPrompt(fen,
+//     false) is the model card's "P: <fen>", after which the model writes the
+//     padding. ParseSample splits training strings at the same boundary. A:
+//     prompts end with '+', a boundary already.
+//   - A: answers are accepted in the data's form and in the model card's, with
+//     a final '+' ("…+0.001+0+0+"), and with surrounding whitespace; any other
+//     trailing text is malformed. The new FEN is judged in either en-passant
+//     convention (EnvResult.FENMatches): python-chess's, which the data and
+//     EnvStep write, and the FEN standard's, a square after every two-square
+//     push, which the card's example writes.
 //   - The public rollouts pushed moves without a legality check (python-chess's
 //     push does not validate), so its rows for well-formed illegal moves show a
 //     corrupted board, some even without a king (DESIGN's A: example is such a
@@ -95,8 +111,8 @@
 // the game that led there where it is known (below):
 //
 //	format        fraction of the four fields that parse (a valid FEN, a number, two flags 0/1)
-//	fen_exact     1 if the new FEN equals the rules' FEN exactly
-//	fen_similarity normalised Levenshtein similarity to the rules' FEN
+//	fen_exact     1 if the new FEN equals the rules' FEN exactly, in either en-passant convention
+//	fen_similarity normalised Levenshtein similarity to the rules' FEN (the nearer convention)
 //	flags         fraction of terminated, truncated that are right
 //	reward_field  1 if the reward field equals the rules' reward numerically
 //
@@ -133,11 +149,14 @@
 // expose a Cursor, a small JSON-serialisable struct (byte offset, line, random
 // state, counts) from which Restore continues exactly: FEN/EPD files, PGN
 // files (positions sampled per game with a seeded PCG), training-string files
-// (text lines or JSONL with a "text" field, parsed into prompt and target),
-// and the Generator (seeded random or opening-style play, optionally following
-// the engine). Bad records, illegal positions included (for PGN, a FEN tag's),
-// are errors naming file and line, or are counted and skipped with
-// SkipInvalid.
+// (text lines, parsed into prompt and target), data sets (DataSource: parquet,
+// JSONL and gzipped JSONL files or directories of Hugging Face-style shards,
+// whose rows are training strings or a fen column with an optional task
+// column; the cursor is the file and its rows consumed), and the Generator
+// (seeded random or opening-style play, optionally following the engine). Bad
+// records, illegal positions included (for PGN, a FEN tag's), are errors
+// naming file and line (a data set's: file, row and column, *RowError and
+// *dataset.Error), or are counted and skipped with SkipInvalid.
 //
 // PGN files and the Generator know each position's game from its start
 // (Item.StartFEN, Item.History); the other sources know at most the recent

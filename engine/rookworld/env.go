@@ -2,6 +2,7 @@ package rookworld
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rookscript/rookscript/engine/chess"
 )
@@ -29,6 +30,39 @@ type EnvResult struct {
 // Completion renders the A: target: new_fen+reward+terminated+truncated.
 func (r EnvResult) Completion() string {
 	return fmt.Sprintf("%s+%s+%s+%s", r.NewFEN, FormatReward(r.Reward), flag(r.Terminated), flag(r.Truncated))
+}
+
+// FENMatches reports whether fen is the position after the move: NewFEN
+// exactly, which records an en-passant square only where a capture is legal
+// (python-chess), or StandardFEN, which records it after every two-square
+// push (the FEN standard, and RookWorld-LM's model card). Every other field
+// must match as written.
+func (r EnvResult) FENMatches(fen string) bool {
+	return fen == r.NewFEN || (fen != "" && fen == r.StandardFEN())
+}
+
+// StandardFEN is NewFEN with the FEN standard's en-passant square after a legal
+// two-square pawn push that python-chess writes as "-"; "" where the two
+// conventions agree.
+func (r EnvResult) StandardFEN() string {
+	f := strings.Fields(r.NewFEN)
+	m := r.Move
+	if !r.Legal || len(f) != 6 || f[3] != "-" || len(m) != 4 || m[0] != m[2] {
+		return ""
+	}
+	prev, err := chess.ParseFEN(r.PrevFEN)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case prev.PieceAt(m[:2]) == "P" && m[1] == '2' && m[3] == '4':
+		f[3] = m[:1] + "3"
+	case prev.PieceAt(m[:2]) == "p" && m[1] == '7' && m[3] == '5':
+		f[3] = m[:1] + "6"
+	default:
+		return ""
+	}
+	return strings.Join(f, " ")
 }
 
 // Step is the environment transition on game g: a legal move is played and

@@ -103,3 +103,44 @@ func TestFivefoldRepetition(t *testing.T) {
 		t.Errorf("EnvStep without history: %+v, want no termination", r2)
 	}
 }
+
+// TestFENMatches: the next FEN is judged in either en-passant convention, python-chess's
+// (a square only where a capture is legal) and the FEN standard's (a square after every
+// two-square push); any other difference, a square the move did not pass among them, is
+// wrong.
+func TestFENMatches(t *testing.T) {
+	const afterE4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+	const capturable = "rnbqkbnr/pppppppp/8/4P3/8/8/PPPP1PPP/RNBQKBNR b KQkq - 0 2"
+	const afterD5 = "rnbqkbnr/ppp1pppp/8/3pP3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 3"
+	const blackPush = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+	tests := []struct {
+		name, fen, move, answer string
+		standard                string // StandardFEN
+		match                   bool
+	}{
+		{"python-chess", chess.StartFEN, "e2e4", afterE4, strings.Replace(afterE4, " - 0", " e3 0", 1), true},
+		{"FEN standard", chess.StartFEN, "e2e4", strings.Replace(afterE4, " - 0", " e3 0", 1), strings.Replace(afterE4, " - 0", " e3 0", 1), true},
+		{"another square", chess.StartFEN, "e2e4", strings.Replace(afterE4, " - 0", " e4 0", 1), strings.Replace(afterE4, " - 0", " e3 0", 1), false},
+		{"square and a wrong clock", chess.StartFEN, "e2e4", strings.Replace(afterE4, " - 0 1", " e3 1 1", 1), strings.Replace(afterE4, " - 0", " e3 0", 1), false},
+		{"black's push", blackPush, "c7c5", "rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq c6 0 2", "rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq c6 0 2", true},
+		{"capture legal: both write it", capturable, "d7d5", afterD5, "", true},
+		{"capture legal: left out", capturable, "d7d5", strings.Replace(afterD5, " d6 ", " - ", 1), "", false},
+		{"one-square push", chess.StartFEN, "e2e3", "rnbqkbnr/pppppppp/8/8/8/4P3/PPPP1PPP/RNBQKBNR b KQkq e2 0 1", "", false},
+		{"knight move", chess.StartFEN, "g1f3", "rnbqkbnr/pppppppp/8/8/8/5N2/PPPPPPPP/RNBQKB1R b KQkq - 1 1", "", true},
+		{"illegal move", chess.StartFEN, "e2e5", chess.StartFEN, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := EnvStep(tc.fen, tc.move)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.StandardFEN(); got != tc.standard {
+				t.Errorf("StandardFEN = %q, want %q", got, tc.standard)
+			}
+			if got := r.FENMatches(tc.answer); got != tc.match {
+				t.Errorf("FENMatches(%q) = %v, want %v (rules: %q)", tc.answer, got, tc.match, r.NewFEN)
+			}
+		})
+	}
+}

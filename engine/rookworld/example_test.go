@@ -48,19 +48,25 @@ func ExamplePolicyText() {
 	// "P: 8/8/8/8/8/2k5/8/KQ6 w - - 0 1                                                             M: b1b2 b1c1                     E: 999.98 9.5                              B: b1b2"
 }
 
+// The model card's A: example: the FEN standard's en-passant square and a final '+', both
+// accepted.
 func ExampleScorer_Score() {
 	s, err := rookworld.NewScorer(nil, rookworld.DefaultRewardConfig()) // A: answers need no engine
 	if err != nil {
 		panic(err)
 	}
-	r, err := s.Score(context.Background(), rookworld.Input{
-		Prompt:     "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+",
-		Completion: "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1+0.001+0+0",
-	})
-	if err != nil {
-		panic(err)
+	prompt := "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
+	for _, answer := range []string{
+		"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1+0.001+0+0+",
+		"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e6 0 1+0.001+0+0",
+	} {
+		r, err := s.Score(context.Background(), rookworld.Input{Prompt: prompt, Completion: answer})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("total %.3f: %s\n", r.Total, rookworld.FormatComponents(r))
 	}
-	fmt.Printf("total %.3f: %s\n", r.Total, rookworld.FormatComponents(r))
 	// Output:
-	// total 0.400: format=1 fen_exact=0 fen_similarity=0.9661 flags=1 reward_field=1
+	// total 1.000: format=1 fen_exact=1 fen_similarity=1 flags=1 reward_field=1
+	// total 0.400: format=1 fen_exact=0 fen_similarity=0.9831 flags=1 reward_field=1
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/rookscript/rookscript/engine/tokenizer"
 )
 
 // Field widths of the policy training string: the public generator formats
@@ -107,17 +109,21 @@ func FormatEval(pawns float64) string {
 // FormatReward renders an environment reward as the data does ("0.001", "1.0").
 func FormatReward(r float64) string { return PyFloat(r) }
 
-// PolicyPrompt is the P: prompt for a FEN: "P: <fen>", or with the FEN padded
-// to PolicyFENWidth so that the model continues straight with "M:".
+// PolicyPrompt is the P: prompt for a FEN, a token prefix of its training text
+// (TokenBoundary): padded, "P: " and the FEN padded to PolicyFENWidth less its
+// last space, which GPT-2's BPE joins to the answer's " M", so that the model
+// continues with " M:" at the training column; unpadded, "P: <fen>", the model
+// card's form, after which the model writes the padding itself.
 func PolicyPrompt(fen string, padded bool) string {
 	if padded {
-		return PolicyPrefix + pad(fen, PolicyFENWidth)
+		return PolicyPrefix + pad(fen, PolicyFENWidth-1)
 	}
 	return PolicyPrefix + fen
 }
 
 // PolicyCompletion renders "M: … E: … B: best" with the data's padding.
-// moves and evals pair up by index.
+// moves and evals pair up by index. After PolicyPrompt(fen, true) the model
+// writes it with the FEN's last pad space before it (PolicyText).
 func PolicyCompletion(moves []string, evals []float64, best string) string {
 	es := make([]string, len(evals))
 	for i, e := range evals {
@@ -128,9 +134,12 @@ func PolicyCompletion(moves []string, evals []float64, best string) string {
 		"B: " + best
 }
 
-// PolicyText is the full policy training string: padded prompt + completion.
+// PolicyText is the full policy training string: the padded FEN, then the
+// completion. It begins with PolicyPrompt(fen, true), and the rest, the answer
+// as the model writes it after that prompt, is " M: …" (or "M: …" after a FEN
+// that fills the width).
 func PolicyText(fen string, moves []string, evals []float64, best string) string {
-	return PolicyPrompt(fen, true) + PolicyCompletion(moves, evals, best)
+	return PolicyPrefix + pad(fen, PolicyFENWidth) + PolicyCompletion(moves, evals, best)
 }
 
 // EnvPrompt is "A: {fen}+{uci}+{history}+" where history is the moves played
@@ -148,4 +157,39 @@ func EnvPrompt(fen, uci string, previous []string) string {
 // previous are the moves played before r.Move.
 func EnvText(r EnvResult, previous []string) string {
 	return EnvPrompt(r.PrevFEN, r.Move, previous) + r.Completion()
+}
+
+// TokenBoundary reports whether prompt, encoded alone, is a token prefix of
+// prompt+completion encoded as one text, as RookWorld-LM was trained (DESIGN
+// §3). When it is not, consistent is the longest prefix of prompt that is,
+// such as a padded P: prompt without its last space; when it is, consistent is
+// prompt.
+func TokenBoundary(tok *tokenizer.Tokenizer, prompt, completion string) (ok bool, consistent string) {
+	ids, n, ok := tok.Split(prompt, completion)
+	if ok {
+		return true, prompt
+	}
+	return false, tok.Decode(ids[:n])
+}
+
+// PromptBoundary is TokenBoundary for a prompt given alone, as a user writes
+// one: a P: prompt is checked against its row's padding and the answer's first
+// word, any other prompt against a word after it, so a prompt that ends inside
+// a token (a trailing space after a FEN, a full row's padding) is found and
+// its consistent form named. Without a prompt's text, only a trailing space is
+// known to join the next word, so other prompts that do not end in a space
+// pass.
+func PromptBoundary(tok *tokenizer.Tokenizer, prompt string) (ok bool, consistent string) {
+	if task, err := DetectTask(prompt); err == nil && task == TaskPolicy {
+		if fen, tail, err := PolicyPromptFields(prompt); err == nil && tail == "" {
+			head := PolicyPrefix + pad(fen, PolicyFENWidth) + "M: "
+			if strings.HasPrefix(head, prompt) {
+				return TokenBoundary(tok, prompt, head[len(prompt):]+"e2e4")
+			}
+		}
+	}
+	if !strings.HasSuffix(prompt, " ") {
+		return true, prompt
+	}
+	return TokenBoundary(tok, prompt, "M")
 }

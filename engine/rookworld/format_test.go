@@ -1,12 +1,15 @@
 package rookworld
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/chess"
 	"github.com/rookscript/rookscript/engine/stockfish"
+	"github.com/rookscript/rookscript/engine/tokenizer"
 )
 
 func TestPyFloat(t *testing.T) {
@@ -104,6 +107,184 @@ func TestScorePawns(t *testing.T) {
 	for _, tc := range tests {
 		if got := FormatEval(tc.s.Pawns()); got != tc.want {
 			t.Errorf("%v.Pawns() formats as %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+// The P: prompt forms, byte for byte: padded to the width less its last pad space, or bare;
+// a FEN that fills the width has no pad space to lose.
+func TestPolicyPromptForms(t *testing.T) {
+	const fen = "r1b1kbnr/pp2pppp/n1p5/q2PP3/3P4/2N5/PP3PPP/R1BQKBNR b KQkq - 2 6" // 64 characters
+	long89 := longFEN(89)
+	long95 := longFEN(95)
+	tests := []struct {
+		fen    string
+		padded bool
+		want   string
+	}{
+		{fen, true, "P: " + fen + strings.Repeat(" ", 25)},
+		{fen, false, "P: " + fen},
+		{long89, true, "P: " + long89},
+		{long95, true, "P: " + long95},
+	}
+	for _, tc := range tests {
+		if got := PolicyPrompt(tc.fen, tc.padded); got != tc.want {
+			t.Errorf("PolicyPrompt(%q, %v) = %q, want %q", tc.fen, tc.padded, got, tc.want)
+		}
+	}
+}
+
+// longFEN is a position whose FEN has n (81 to 116) characters: 32 pieces spread over the
+// board (the longest board field, 71 characters), white to move, no castling, and clocks as
+// long as it takes.
+func longFEN(n int) string {
+	head := "r1b1k1n1/1p1p1p1p/p1p1p1p1/1n1b1q1r/R1Q1B1N1/1P1P1P1P/P1P1P1P1/1N1B1K1R w - - "
+	d := n - len(head) - 1
+	clock := func(digits int) string { return "1" + strings.Repeat("0", digits-1) }
+	return head + clock(d/2) + " " + clock(d-d/2)
+}
+
+// invariantPositions are n positions of seeded random games, every third ply, plus
+// constructed ones whose FENs reach and pass the policy field's width: the positions the
+// token-boundary invariant is checked over.
+func invariantPositions(t *testing.T, n int) []Item {
+	t.Helper()
+	r := rand.New(rand.NewPCG(11, 11))
+	var items []Item
+	for len(items) < n {
+		g, err := chess.NewGame(chess.StartFEN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ply := 1; ply <= 240 && !g.Outcome().Over() && len(items) < n; ply++ {
+			legal := g.Position().LegalMoves()
+			if err := g.Push(legal[r.IntN(len(legal))]); err != nil {
+				t.Fatal(err)
+			}
+			if ply%3 == 0 {
+				moves := g.Moves()
+				items = append(items, Item{FEN: g.Position().FEN(), History: moves[max(0, len(moves)-EnvHistoryLen):],
+					Origin: fmt.Sprintf("position %d", len(items)+1)})
+			}
+		}
+	}
+	for _, l := range []int{85, 87, 88, 89, 90, 91, 92, 100} {
+		fen := longFEN(l)
+		if len(fen) != l {
+			t.Fatalf("longFEN(%d) has %d characters", l, len(fen))
+		}
+		items = append(items, Item{FEN: fen, Origin: fmt.Sprintf("constructed, %d characters", l)})
+	}
+	return items
+}
+
+// TestTokenBoundaryInvariant is the token-boundary invariant of DESIGN §3: every prompt the
+// package builds, encoded alone, is a token prefix of its training text encoded as one, as
+// RookWorld-LM was trained. Over 1000 generated positions of each
+// task and constructed FENs that fill the 90-character width: P: prompts padded and bare, A:
+// prompts for a legal and an illegal move with the data's answer and the model card's (final
+// '+'), and the prompt ParseSample takes from each training string. The fully padded P:
+// prompt, the old form, fails wherever a pad space exists, and its consistent form is
+// PolicyPrompt's: the test can fail.
+func TestTokenBoundaryInvariant(t *testing.T) {
+	tok, err := tokenizer.GPT2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, prompt, completion string) {
+		t.Helper()
+		if ok, consistent := TokenBoundary(tok, prompt, completion); !ok {
+			t.Fatalf("%s: %q is not a token prefix of its text %q (consistent prefix %q)", what, prompt, prompt+completion, consistent)
+		}
+	}
+	items := invariantPositions(t, 1000)
+	policy, env, long, oldFailed := 0, 0, 0, 0
+	for i, it := range items {
+		pos := chess.MustParseFEN(it.FEN)
+		legal := pos.LegalMoves()
+		if len(legal) == 0 {
+			continue
+		}
+		moves := legal[:min(5, len(legal))]
+		evals := make([]float64, len(moves))
+		for k := range evals {
+			evals[k] = float64(k*37%200-100) / 100
+		}
+		text := PolicyText(it.FEN, moves, evals, moves[0])
+		for _, padded := range []bool{true, false} {
+			p := PolicyPrompt(it.FEN, padded)
+			if !strings.HasPrefix(text, p) {
+				t.Fatalf("%s: prompt %q is not a prefix of %q", it.Origin, p, text)
+			}
+			check(it.Origin, p, text[len(p):])
+		}
+		if s, err := ParseSample(text); err != nil || s.Prompt != PolicyPrompt(it.FEN, true) {
+			t.Fatalf("%s: ParseSample's prompt %q (%v), PolicyPrompt's %q", it.Origin, s.Prompt, err, PolicyPrompt(it.FEN, true))
+		}
+		old := PolicyPrefix + pad(it.FEN, PolicyFENWidth)
+		if ok, consistent := TokenBoundary(tok, old, text[len(old):]); len(it.FEN) < PolicyFENWidth-1 {
+			if ok || consistent != PolicyPrompt(it.FEN, true) {
+				t.Fatalf("%s: the fully padded prompt: ok %v, consistent %q", it.Origin, ok, consistent)
+			}
+			oldFailed++
+		} else {
+			long++
+		}
+		policy++
+
+		move := legal[(i*7)%len(legal)]
+		for _, m := range []string{move, "a1a1"} {
+			game, err := chess.NewGame(it.FEN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Step(game, m)
+			text := EnvText(r, it.History)
+			p := EnvPrompt(it.FEN, m, it.History)
+			check(it.Origin, p, r.Completion())
+			check(it.Origin+" (card's final +)", p, r.Completion()+"+")
+			if s, err := ParseSample(text); err != nil || s.Prompt != p {
+				t.Fatalf("%s: ParseSample's prompt %q (%v), EnvPrompt's %q", it.Origin, s.Prompt, err, p)
+			}
+		}
+		env++
+	}
+	if policy < 1000 || env < 1000 || long < 5 || oldFailed < 1000 {
+		t.Fatalf("checked %d P: and %d A: positions, %d filling the width, the old form failing on %d: want ≥ 1000, 1000, 5, 1000",
+			policy, env, long, oldFailed)
+	}
+	t.Logf("%d P: and %d A: positions (%d filling the width); the fully padded prompt failed on %d", policy, env, long, oldFailed)
+}
+
+// TestPromptBoundary: prompts as users write them, checked without their answers.
+func TestPromptBoundary(t *testing.T) {
+	tok, err := tokenizer.GPT2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fen := chess.StartFEN
+	full := PolicyPrefix + pad(fen, PolicyFENWidth)
+	env := EnvPrompt(fen, "e2e4", nil)
+	tests := []struct {
+		name, prompt string
+		ok           bool
+		consistent   string
+	}{
+		{"padded", PolicyPrompt(fen, true), true, PolicyPrompt(fen, true)},
+		{"bare", PolicyPrompt(fen, false), true, PolicyPrompt(fen, false)},
+		{"fully padded", full, false, PolicyPrompt(fen, true)},
+		{"one space of many", PolicyPrompt(fen, false) + " ", true, PolicyPrompt(fen, false) + " "},
+		{"the only pad space", PolicyPrefix + longFEN(89) + " ", false, PolicyPrefix + longFEN(89)},
+		{"beyond the width", full + "  ", false, full + " "},
+		{"ending in M:", PolicyPrompt(fen, true) + " M:", true, PolicyPrompt(fen, true) + " M:"},
+		{"A:", env, true, env},
+		{"A: with a trailing space", env + " ", false, env},
+		{"other text", "Hello", true, "Hello"},
+		{"other text, a trailing space", "Hello ", false, "Hello"},
+	}
+	for _, tc := range tests {
+		if ok, consistent := PromptBoundary(tok, tc.prompt); ok != tc.ok || consistent != tc.consistent {
+			t.Errorf("%s: PromptBoundary(%q) = %v, %q; want %v, %q", tc.name, tc.prompt, ok, consistent, tc.ok, tc.consistent)
 		}
 	}
 }

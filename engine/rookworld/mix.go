@@ -43,11 +43,15 @@ func Choose(seed uint64, index int64, salt string) float64 {
 
 // Prompt builds the prompt for item it, the index-th of its stream; task
 // overrides m.Task when not empty. A training-string item keeps its own
-// prompt and target. An A: prompt judges the source's next move when known,
-// else a legal move drawn with Choose.
+// prompt and target, and an item with its own task (a data set's task column)
+// that task. An A: prompt judges the source's next move when known, else a
+// legal move drawn with Choose.
 func (m Mix) Prompt(it Item, index int64, task string) Prompt {
 	if task == "" {
 		task = m.Task
+	}
+	if it.Task != "" {
+		task = it.Task
 	}
 	p := Prompt{FEN: it.FEN, Origin: it.Origin}
 	if s := it.Sample; s != nil {

@@ -231,14 +231,19 @@ func (o EnvOutput) FormatScore() float64 {
 	return float64(n) / 4
 }
 
-// ParseEnvCompletion parses the text that follows an A: prompt. Fields are
-// trimmed; anything after the fourth '+' makes the truncated field invalid.
+// ParseEnvCompletion parses the text that follows an A: prompt: the data's
+// "new_fen+reward+terminated+truncated", or the model card's form of it with a
+// final '+'. Fields are trimmed, so surrounding whitespace is accepted; any
+// other text after the truncated flag makes that field invalid.
 func ParseEnvCompletion(s string) EnvOutput {
 	var o EnvOutput
 	f := strings.SplitN(strings.TrimSpace(s), "+", 4)
 	o.Fields = len(f)
 	if strings.TrimSpace(s) == "" {
 		o.Fields = 0
+	}
+	if len(f) == 4 {
+		f[3], _ = strings.CutSuffix(f[3], "+")
 	}
 	get := func(i int) (string, bool) {
 		if i < len(f) {
@@ -356,7 +361,9 @@ func parseEnvHead(s, orig string, needTail bool) (EnvPromptFields, error) {
 }
 
 // Sample is one RookWorld training string split into prompt and target, so
-// that Prompt+Target equals the string without trailing whitespace.
+// that Prompt+Target equals the string without trailing whitespace and the
+// prompt ends at a token boundary of the whole string (TokenBoundary): a P:
+// prompt ends before its last pad space, as PolicyPrompt does.
 type Sample struct {
 	Task    Task     `json:"task"`
 	Prompt  string   `json:"prompt"`
@@ -379,6 +386,9 @@ func ParseSample(text string) (Sample, error) {
 		i := strings.Index(t, "M:")
 		if i < 0 {
 			return Sample{}, fmt.Errorf("policy sample %q: no M: field", clip(t, 60))
+		}
+		if i > 0 && t[i-1] == ' ' {
+			i-- // GPT-2 joins the last pad space to "M": " M" starts the target
 		}
 		s := Sample{Task: TaskPolicy, Prompt: t[:i], Target: t[i:]}
 		fen, _, err := PolicyPromptFields(s.Prompt)

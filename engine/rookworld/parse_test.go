@@ -17,6 +17,7 @@ func TestParsePolicyCompletion(t *testing.T) {
 	}{
 		{"data padding", "M: e2e4 d2d4      E: 0.3 0.25     B: e2e4", true, true, true, "e2e4"},
 		{"leading padding", "        M: e2e4 E: 0.3 B: e2e4", true, true, true, "e2e4"},
+		{"after the padded prompt", " M: e2e4 d2d4" + strings.Repeat(" ", 20) + "E: 0.3 0.25" + strings.Repeat(" ", 29) + "B: e2e4", true, true, true, "e2e4"},
 		{"no spaces after colons", "M:e2e4 E:0.3 B:e2e4", true, true, true, "e2e4"},
 		{"trailing newline", "M: e2e4 E: 0.3 B: e2e4\n", true, true, true, "e2e4"},
 		{"promotion", "M: a7a8q E: 9.0 B: a7a8q", true, true, true, "a7a8q"},
@@ -77,6 +78,14 @@ func TestParseEnvCompletion(t *testing.T) {
 		{"flag 2", fen + "+0.001+2+0", true, true, false, true, 4},
 		{"flag word", fen + "+0.001+0+false", true, true, true, false, 4},
 		{"fen only", fen, true, false, false, false, 1},
+		{"card's final +", fen + "+0.001+0+0+", true, true, true, true, 4},
+		{"card's final +, trailing whitespace", fen + "+0.001+0+1+ \r\n", true, true, true, true, 4},
+		{"final + after spaces", fen + "+0.001+0+0 + ", true, true, true, true, 4},
+		{"trailing tab", fen + "+0.001+0+0\t", true, true, true, true, 4},
+		{"two final +", fen + "+0.001+0+0++", true, true, true, false, 4},
+		{"text after the final +", fen + "+0.001+0+0+A: x", true, true, true, false, 4},
+		{"text after the flag", fen + "+0.001+0+0 ok", true, true, true, false, 4},
+		{"final + on three fields", fen + "+0.001+0+", true, true, true, false, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

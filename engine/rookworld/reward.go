@@ -185,7 +185,7 @@ type Detail struct {
 }
 
 // Input is one (prompt, completion) pair. Truncated marks a completion cut by
-// max_new_tokens rather than ended by the stop token. For an A: prompt,
+// max_new_tokens rather than ended by the stop token or a stop. For an A: prompt,
 // StartFEN and History may give the game that led to the prompt's position
 // (as Item has them), which then judges repetition; without them the
 // Scorer's Histories is asked, and failing that the bare FEN is judged.
@@ -404,10 +404,13 @@ func (s *Scorer) scoreEnv(in Input) (Result, error) {
 	c := &r.Components
 	c.Format = out.FormatScore()
 	if out.FEN != "" {
-		if out.FEN == want.NewFEN {
+		if want.FENMatches(out.FEN) {
 			c.FENExact = 1
 		}
 		c.FENSimilarity = Similarity(out.FEN, want.NewFEN)
+		if std := want.StandardFEN(); std != "" {
+			c.FENSimilarity = max(c.FENSimilarity, Similarity(out.FEN, std))
+		}
 	}
 	term := out.TerminatedOK && out.Terminated == want.Terminated
 	trunc := out.TruncatedOK && out.Truncated == want.Truncated

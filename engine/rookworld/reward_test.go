@@ -136,7 +136,11 @@ func TestEnvReward(t *testing.T) {
 	ctx := context.Background()
 	prompt := EnvPrompt(chess.StartFEN, "e2e4", nil)
 	next := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
-	wrongFEN := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1" // ep written python-chess would not write
+	standard := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1" // the FEN standard's ep square
+	wrongFEN := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e6 0 1"
+	capture := EnvPrompt("rnbqkbnr/pppppppp/8/4P3/8/8/PPPP1PPP/RNBQKBNR b KQkq - 0 2", "d7d5", nil)
+	captureNext := "rnbqkbnr/ppp1pppp/8/3pP3/8/8/PPPP1PPP/RNBQKBNR w KQkq d6 0 3"
+	captureNone := strings.Replace(captureNext, "d6", "-", 1)
 	w := s.Config().Env
 	tests := []struct {
 		name, prompt, completion string
@@ -144,8 +148,17 @@ func TestEnvReward(t *testing.T) {
 		partialTotal             float64
 	}{
 		{"correct", prompt, next + "+0.001+0+0", 1, 1},
+		{"the model card's answer", prompt, standard + "+0.001+0+0+", 1, 1},
+		{"card's form, trailing newline", prompt, standard + "+0.001+0+0+\n", 1, 1},
+		{"data's form, trailing spaces", prompt, next + "+0.001+0+0  ", 1, 1},
+		{"FEN standard's en passant", prompt, standard + "+0.001+0+0", 1, 1},
+		{"en passant both write", capture, captureNext + "+0.001+0+0", 1, 1},
+		{"en passant left out where a capture is legal", capture, captureNone + "+0.001+0+0", w.Format + w.Flags + w.RewardField,
+			w.Format + w.Flags + w.RewardField + w.FEN*Similarity(captureNone, captureNext)},
 		{"wrong FEN", prompt, wrongFEN + "+0.001+0+0", w.Format + w.Flags + w.RewardField,
-			w.Format + w.Flags + w.RewardField + w.FEN*Similarity(wrongFEN, next)},
+			w.Format + w.Flags + w.RewardField + w.FEN*max(Similarity(wrongFEN, next), Similarity(wrongFEN, standard))},
+		{"text after the final +", prompt, next + "+0.001+0+0+ A:", -0.3, -0.3},
+		{"two final +", prompt, next + "+0.001+0+0++", -0.3, -0.3},
 		{"wrong flags", prompt, next + "+0.001+1+1", w.Format + w.FEN + w.RewardField, w.Format + w.FEN + w.RewardField},
 		{"one flag wrong", prompt, next + "+0.001+0+1", w.Format + w.FEN + w.RewardField + w.Flags/2,
 			w.Format + w.FEN + w.RewardField + w.Flags/2},
@@ -313,5 +326,19 @@ func TestSimilarity(t *testing.T) {
 		if got := Similarity(tc.a, tc.b); !near(got, tc.want) {
 			t.Errorf("Similarity(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// TestModelCardEnvExample: RookWorld-LM-124M's model card's A: example, its FEN-standard
+// en-passant square and final '+' included, is well-formed, exact and scores 1.
+func TestModelCardEnvExample(t *testing.T) {
+	const prompt = "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
+	const answer = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1+0.001+0+0+"
+	r, err := newTestScorer(t, nil, nil).Score(context.Background(), Input{Prompt: prompt, Completion: answer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Malformed || r.Components.Format != 1 || r.Components.FENExact != 1 || r.Components.FENSimilarity != 1 || r.Total != 1 {
+		t.Errorf("the card's answer: malformed %v, total %v (%s; %v)", r.Malformed, r.Total, FormatComponents(r), r.Problems)
 	}
 }

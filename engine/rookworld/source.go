@@ -27,7 +27,8 @@ type Item struct {
 	History  []string `json:"history,omitempty"`
 	Next     string   `json:"next,omitempty"`   // the move played next in the source, if known
 	Sample   *Sample  `json:"sample,omitempty"` // training-string sources: the parsed row
-	Origin   string   `json:"origin"`           // "file:line", "file:line ply n", "generator #n"
+	Task     string   `json:"task,omitempty"`   // a data set's task column: MixPolicy or MixEnv; "" leaves it to the Mix
+	Origin   string   `json:"origin"`           // "file:line", "file:line ply n", "generator #n", "file:row"
 }
 
 // Game rebuilds the game leading to the item: replayed from StartFEN when the
@@ -48,6 +49,7 @@ func (it Item) Game() (*chess.Game, error) {
 type Cursor struct {
 	Kind   string `json:"kind"`
 	Path   string `json:"path,omitempty"`
+	File   string `json:"file,omitempty"`  // data sets: the file being read, relative to Path
 	Offset int64  `json:"offset"`          // byte offset of the next record (or current game)
 	Line   int    `json:"line"`            // lines before Offset
 	Index  int    `json:"index,omitempty"` // items already taken from the record at Offset
@@ -69,8 +71,10 @@ type Source interface {
 // binding passes through).
 type SourceSpec struct {
 	// Kind is "fen" (also EPD), "pgn", "text" (training strings, one per
-	// line), "jsonl" (training strings in a "text" field) or "generator".
-	// Empty: chosen by the path's extension (.fen .epd .pgn .txt .jsonl).
+	// line), "dataset" (parquet, JSONL or gzipped JSONL files, or a directory
+	// of their shards: OpenDataSource; "jsonl" is the same) or "generator".
+	// Empty: chosen by the path (.fen .epd .pgn .txt; .parquet .jsonl
+	// .jsonl.gz and directories are data sets).
 	Kind        string           `json:"kind"`
 	Path        string           `json:"path"`
 	Loop        bool             `json:"loop"`         // start over at the end
@@ -79,6 +83,8 @@ type SourceSpec struct {
 	PerGame     int              `json:"per_game"`     // PGN: positions per game (default 1)
 	MinPly      int              `json:"min_ply"`      // PGN: earliest ply sampled
 	MaxPly      int              `json:"max_ply"`      // PGN: latest ply sampled (0: game end)
+	Split       []string         `json:"split"`        // data sets: the first of these splits the path has (DataOptions)
+	TextColumn  string           `json:"text_column"`  // data sets: the column of RookWorld text rows ("text")
 	Generator   GeneratorOptions `json:"generator"`
 }
 
@@ -93,20 +99,25 @@ func Open(spec SourceSpec) (Source, error) {
 			kind = "pgn"
 		case ".txt":
 			kind = "text"
-		case ".jsonl":
-			kind = "jsonl"
 		default:
-			return nil, fmt.Errorf("source %q: cannot tell the kind from the extension; set kind", spec.Path)
+			if !isDataSet(spec.Path) {
+				return nil, fmt.Errorf("source %q: cannot tell the kind from the extension; set kind", spec.Path)
+			}
+			kind = "dataset"
 		}
 	}
 	fo := FileOptions{Loop: spec.Loop, SkipInvalid: spec.SkipInvalid}
+	if kind == "dataset" || kind == "jsonl" {
+		return OpenDataSource(spec.Path, DataOptions{FileOptions: fo, Split: spec.Split, TextColumn: spec.TextColumn})
+	}
+	if err := notDataOptions(kind, spec); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case "fen", "epd":
 		return OpenFENFile(spec.Path, fo)
 	case "text":
 		return OpenSampleFile(spec.Path, false, fo)
-	case "jsonl":
-		return OpenSampleFile(spec.Path, true, fo)
 	case "pgn":
 		return OpenPGNFile(spec.Path, PGNOptions{Seed: spec.Seed, PerGame: spec.PerGame,
 			MinPly: spec.MinPly, MaxPly: spec.MaxPly, Loop: spec.Loop, SkipInvalid: spec.SkipInvalid})
@@ -303,16 +314,22 @@ func OpenSampleFile(path string, jsonl bool, opt FileOptions) (*FileSource, erro
 		if err := ValidatePosition(s.FEN); err != nil {
 			return Item{}, false, err
 		}
-		it := Item{FEN: s.FEN, Sample: &s, Origin: origin}
-		if s.Task == TaskEnv {
-			it.Next = s.Move
-			if len(s.History) > 0 && s.History[len(s.History)-1] == s.Move {
-				it.History = append([]string(nil), s.History[:len(s.History)-1]...)
-			}
-		}
-		return it, true, nil
+		return sampleItem(s, origin), true, nil
 	}
 	return &FileSource{kind: kind, lf: lf, opt: opt, parse: parse}, nil
+}
+
+// sampleItem is the item of a parsed training string: an A: row's move is the source's next
+// move, played after the moves before it.
+func sampleItem(s Sample, origin string) Item {
+	it := Item{FEN: s.FEN, Sample: &s, Origin: origin}
+	if s.Task == TaskEnv {
+		it.Next = s.Move
+		if len(s.History) > 0 && s.History[len(s.History)-1] == s.Move {
+			it.History = append([]string(nil), s.History[:len(s.History)-1]...)
+		}
+	}
+	return it
 }
 
 // newPCG seeds the generator every seeded source uses; its state serialises

@@ -2,6 +2,14 @@
 // same forward/backward and optimizer as GRPO with a weight of −1/N on every scored token.
 // It is how the project builds its embedded default model from generated RookWorld text, and
 // what recipes/sft.lua runs.
+//
+// An item given as a prompt and a target (Docs) is tokenized as its joined text, as a model
+// trained on whole documents read it, and split where the prompt ends, so that SFT, a rollout
+// of the prompt and a model trained on the whole text see the same tokens. A prompt that ends
+// inside a token of that text (a trailing space that GPT-2 joins to the target's first word)
+// is refused with a BoundaryError naming the item and the token-consistent prompt, never moved
+// to a boundary: moving it would change which tokens are learned, and a rollout of the
+// author's prompt would still start inside the token.
 package sft
 
 import (

@@ -24,6 +24,12 @@
 // as EncodeDoc does. Input is read as UTF-8; each byte of an invalid sequence
 // is encoded as U+FFFD, so Decode(Encode(s)) == s exactly when s is valid UTF-8.
 //
+// Encode(a+b) need not be Encode(a) followed by Encode(b): a trailing space of
+// a joins the first word of b (" M"). Split tokenizes prompt+completion as one
+// text, as a model trained on whole documents read it, and says whether the
+// prompt alone is a token prefix of it, and if not, which prefix of the prompt
+// is.
+//
 // # Decoding
 //
 // Decode concatenates the raw bytes of the tokens and never panics: an id

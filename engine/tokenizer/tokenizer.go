@@ -5,8 +5,10 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 )
@@ -152,6 +154,36 @@ func (t *Tokenizer) Encode(s string) []int32 {
 // EncodeDoc returns Encode(s) followed by EOT: one training document.
 func (t *Tokenizer) EncodeDoc(s string) []int32 {
 	return append(t.Encode(s), EOT)
+}
+
+// Split tokenizes prompt+completion as one text, as a model trained on whole documents read
+// it, and finds the prompt's end in those tokens. When ok, ids[:n] is Encode(prompt): the
+// prompt alone is a token prefix of the joint text, so a model given it continues at a
+// boundary it was trained on. When the prompt ends inside a token of the joint text (GPT-2
+// joins a trailing space to the next word, " M"), ok is false and ids[:n] is the longest
+// prefix whose text, a prefix of the prompt, is itself token-consistent. Text that is not
+// valid UTF-8 is read as Encode reads it.
+func (t *Tokenizer) Split(prompt, completion string) (ids []int32, n int, ok bool) {
+	if !utf8.ValidString(prompt) {
+		prompt = string([]rune(prompt))
+	}
+	if !utf8.ValidString(completion) {
+		completion = string([]rune(completion))
+	}
+	ids = t.Encode(prompt + completion)
+	text := prompt + completion
+	n, off := 0, 0 // off: the byte length of ids[:n]'s text
+	for n < len(ids) && off+len(t.tokens[ids[n]]) <= len(prompt) {
+		off += len(t.tokens[ids[n]])
+		n++
+	}
+	for ; n > 0; n-- {
+		if slices.Equal(t.Encode(text[:off]), ids[:n]) {
+			return ids, n, off == len(prompt)
+		}
+		off -= len(t.tokens[ids[n-1]])
+	}
+	return ids, 0, prompt == ""
 }
 
 // Decode returns the text of ids, EOT included as "<|endoftext|>". It never

@@ -477,3 +477,42 @@ func BenchmarkEncode(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "tokens/op")
 }
+
+// TestSplit: where a prompt ends in the tokens of its joined text. A trailing space joins the
+// next word (" M"), so the prompt carrying it is not a token prefix and its consistent prefix
+// loses it; a prompt ending inside a word has the word's start cut off; a boundary between
+// pre-tokens is consistent.
+func TestSplit(t *testing.T) {
+	tok := mustGPT2(t)
+	tests := []struct {
+		name, prompt, completion string
+		ok                       bool
+		consistent               string
+	}{
+		{"padded minus one space", "P: " + startFEN + "   ", " M: e2e4", true, "P: " + startFEN + "   "},
+		{"fully padded", "P: " + startFEN + "    ", "M: e2e4", false, "P: " + startFEN + "   "},
+		{"one pad space", "P: " + startFEN + " ", "M: e2e4", false, "P: " + startFEN},
+		{"bare FEN", "P: " + startFEN, "    M: e2e4", true, "P: " + startFEN},
+		{"digit then letter", "P: " + startFEN, "M: e2e4", true, "P: " + startFEN},
+		{"after a plus", "A: " + startFEN + "+e2e4+e2e4+", e4FEN + "+0.001+0+0", true, "A: " + startFEN + "+e2e4+e2e4+"},
+		{"inside a word", "Hel", "lo world", false, ""},
+		{"between words", "Hello", " world", true, "Hello"},
+		{"empty prompt", "", "Hello", true, ""},
+		{"empty completion", "Hello ", "", true, "Hello "},
+		{"space before newline", "a ", "\nb", true, "a "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ids, n, ok := tok.Split(tc.prompt, tc.completion)
+			if !slices.Equal(ids, tok.Encode(tc.prompt+tc.completion)) {
+				t.Fatalf("ids are not the joined text's tokens")
+			}
+			if ok != tc.ok || tok.Decode(ids[:n]) != tc.consistent {
+				t.Errorf("Split = ok %v, prefix %q; want %v, %q", ok, tok.Decode(ids[:n]), tc.ok, tc.consistent)
+			}
+			if !slices.Equal(ids[:n], tok.Encode(tok.Decode(ids[:n]))) {
+				t.Errorf("the prefix %v is not its own text's tokens", ids[:n])
+			}
+		})
+	}
+}

@@ -51,6 +51,32 @@ function T.test_model_generate_rollout_step()
   check.errors(function() rook.grpo.step(ref, nil, opt, b) end, "another model")
 end
 
+-- A completion ended by a stop is finished, not truncated: its text ends with the token that
+-- completed the stop, and the step scores exactly its tokens (DESIGN §6.1, §6.2: the first
+-- ratio is 1 and the KL 0 bit for bit, stop-, limit- and EOT-ended completions mixed).
+function T.test_stop_strings_finish_completions()
+  local policy = rook.load("random:tiny")
+  local ref, opt = policy:reference(), rook.adamw(policy, { lr = 1e-3 })
+  local b = policy:rollout({ "a", "b" }, { group = 8, max_new_tokens = 6, seed = 11, stop = { "e", "o" } })
+  local stopped, truncated = 0, 0
+  for i = 1, #b do
+    local c = b[i]
+    if c.stop then
+      stopped = stopped + 1
+      check.eq(c.truncated, false, "a stopped completion is not truncated")
+      check.truthy(string.find(c.text, c.stop, 1, true), "its text holds its stop string")
+    elseif c.truncated then
+      truncated = truncated + 1
+    end
+  end
+  check.truthy(stopped > 0 and truncated > 0, "the batch mixes stopped and truncated completions")
+  rook.reward.fn(b, function(_, text) return #text end)
+  local m = rook.grpo.step(policy, ref, opt, b, { beta = 0.01 })
+  check.eq(m["ratio/first_max_abs_log"], 0, "ratio is 1 bit for bit")
+  check.eq(m["kl/first_max"], 0, "KL is 0 bit for bit")
+  check.errors(function() policy:rollout({ "a" }, { stop_rule = "chess" }) end, 'stop_rule "chess"')
+end
+
 function T.test_nan_gradient_is_skipped()
   local policy = rook.load("random:tiny")
   local opt = rook.adamw(policy, { lr = 1e-2 })
