@@ -202,6 +202,13 @@ run() {
 		stage "device.Open(cuda)" 30 "$dir/device.test" -test.v -test.count=1
 		stage "NCCL, world of one" 60 "$dir/cuda.test" -test.run TestNCCL -test.v -test.count=1
 		stage "rookscript end to end on the GPU" 90 "$dir/rookscript" bench/gpu_smoke.lua device=cuda
+		# TensorBoard's own reader over a run's event files: no build machine has the package.
+		if python3 -c 'import tensorboard' 2>/dev/null; then
+			stage "TensorBoard's EventAccumulator over a run's tb/" 60 \
+				sh -c "'$dir/rookscript' --quiet bench/tb_check.lua run_dir='$OUTDIR/tb-run' && python3 bench/tb_check.py '$OUTDIR/tb-run'"
+		else
+			skip "TensorBoard's EventAccumulator over a run's tb/" "python3 has no tensorboard package"
+		fi
 		stage "rookbench: timings beside their floors" 200 "$dir/rookbench" -device cuda -runs 5 -warmup 1 -gen-runs 3 -batch 16 -seq 128 \
 			-cpuprofile "$OUTDIR/rookbench-host.pprof"
 		if command -v compute-sanitizer >/dev/null; then
@@ -222,6 +229,7 @@ run() {
 		fi
 	else
 		for s in "parity: GPU against the CPU backend" "device.Open(cuda)" "NCCL, world of one" "rookscript end to end on the GPU" \
+			"TensorBoard's EventAccumulator over a run's tb/" \
 			"rookbench: timings beside their floors" "compute-sanitizer"; do
 			skip "$s" "no GPU on this machine"
 		done
