@@ -3,7 +3,8 @@
 // games with the history that repetition needs, the automatic game-over
 // rules, and a PGN reader. It knows nothing of tasks, engines or rewards
 // (engine/rookworld and engine/stockfish build on it). Errors name the FEN
-// field, ply or PGN line at fault.
+// field, ply or PGN line at fault, as values: *FENError, *InvalidError,
+// *PlyError and *PGNError.
 //
 // # Parts
 //

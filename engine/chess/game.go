@@ -1,9 +1,6 @@
 package chess
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Termination names why a game is over; the empty string means it is not.
 type Termination string
@@ -66,7 +63,8 @@ func NewGame(fen string) (*Game, error) {
 	return &Game{positions: []*Position{p}}, nil
 }
 
-// ReplayGame starts from fen and plays the UCI moves; the error names the ply.
+// ReplayGame starts from fen and plays the UCI moves; a move that cannot be played is a
+// *PlyError naming its ply.
 func ReplayGame(fen string, moves []string) (*Game, error) {
 	g, err := NewGame(fen)
 	if err != nil {
@@ -74,7 +72,7 @@ func ReplayGame(fen string, moves []string) (*Game, error) {
 	}
 	for i, m := range moves {
 		if err := g.Push(m); err != nil {
-			return nil, fmt.Errorf("ply %d: %w", i+1, err)
+			return nil, &PlyError{Ply: i + 1, Err: err}
 		}
 	}
 	return g, nil

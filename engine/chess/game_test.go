@@ -1,7 +1,7 @@
 package chess
 
 import (
-	"strings"
+	"errors"
 	"testing"
 )
 
@@ -22,8 +22,9 @@ func TestRepetitionStopsAtIrreversibleMoves(t *testing.T) {
 
 func TestReplayGameErrorNamesPly(t *testing.T) {
 	_, err := ReplayGame(StartFEN, []string{"e2e4", "e7e5", "e4e5"})
-	if err == nil || !strings.Contains(err.Error(), "ply 3") {
-		t.Errorf("error = %v, want it to name ply 3", err)
+	var pe *PlyError
+	if !errors.As(err, &pe) || pe.Ply != 3 || !errors.Is(err, ErrIllegalMove) {
+		t.Errorf("error = %v, want a *PlyError at ply 3 wrapping ErrIllegalMove", err)
 	}
 }
 

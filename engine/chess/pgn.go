@@ -27,8 +27,8 @@ func (g *PGNGame) Game() *Game { return g.game }
 // PGNReader streams games from PGN text. It handles tag pairs with escapes,
 // brace and semicolon comments, '%' escape lines, nested variations (skipped),
 // NAGs, move numbers, annotation glyphs and results; games end at a result
-// token, at the next game's tags or at end of input. Errors name the input,
-// the line and the game's first line.
+// token, at the next game's tags or at end of input. Errors are *PGNError, naming the
+// input, the line and the game's first line.
 type PGNReader struct {
 	name   string
 	br     *bufio.Reader
@@ -84,11 +84,12 @@ func (r *PGNReader) unreadByte() {
 	r.offset, r.line, r.bol, r.undo.ok = r.undo.offset, r.undo.line, r.undo.bol, false
 }
 
-func (r *PGNReader) errorf(startLine int, format string, a ...any) error {
+// gameError is a *PGNError in the game that starts at startLine (<0: not started, r.line).
+func (r *PGNReader) gameError(startLine int, reason string, err error) error {
 	if startLine < 0 {
 		startLine = r.line
 	}
-	return fmt.Errorf("%s:%d: game at line %d: %s", r.name, r.line, startLine, fmt.Sprintf(format, a...))
+	return &PGNError{File: r.name, Line: r.line, Game: startLine, Reason: reason, Err: err}
 }
 
 func isSymbolByte(c byte) bool {
@@ -108,7 +109,7 @@ func (r *PGNReader) Next() (*PGNGame, error) {
 			return p.finish("*")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", r.name, r.line, err)
+			return nil, &PGNError{File: r.name, Line: r.line, Err: err}
 		}
 		result, end, err := p.step(c)
 		if err != nil {
@@ -150,7 +151,7 @@ func (p *pgnParse) step(c byte) (result string, end bool, err error) {
 		p.depth++
 	case c == ')':
 		if p.depth == 0 {
-			return "", false, r.errorf(p.g.Line, "')' without '('")
+			return "", false, r.gameError(p.g.Line, "')' without '('", nil)
 		}
 		p.depth--
 	case c == '$':
@@ -167,7 +168,7 @@ func (p *pgnParse) step(c byte) (result string, end bool, err error) {
 		}
 		return p.symbol(tok)
 	default:
-		return "", false, r.errorf(p.g.Line, "unexpected character %q", c)
+		return "", false, r.gameError(p.g.Line, fmt.Sprintf("unexpected character %q", c), nil)
 	}
 	return "", false, nil
 }
@@ -186,7 +187,7 @@ func (p *pgnParse) symbol(tok string) (result string, end bool, err error) {
 	g := p.g
 	uci, err := g.game.Position().ParseSAN(tok)
 	if err != nil {
-		return "", false, p.r.errorf(g.Line, "move %d %q: %v", len(g.Moves)+1, tok, err)
+		return "", false, p.r.gameError(g.Line, fmt.Sprintf("move %d %q", len(g.Moves)+1, tok), err)
 	}
 	_ = g.game.Push(uci)
 	g.Moves = append(g.Moves, uci)
@@ -214,7 +215,7 @@ func (p *pgnParse) beginMoves() error {
 	}
 	game, err := NewGame(fen)
 	if err != nil {
-		return p.r.errorf(p.g.Line, "FEN tag: %v", err)
+		return p.r.gameError(p.g.Line, "FEN tag", err)
 	}
 	p.g.game = game
 	return nil
@@ -225,7 +226,7 @@ func (p *pgnParse) finish(result string) (*PGNGame, error) {
 		return nil, err
 	}
 	if p.depth != 0 {
-		return nil, p.r.errorf(p.g.Line, "unclosed variation")
+		return nil, p.r.gameError(p.g.Line, "unclosed variation", nil)
 	}
 	p.g.Result = result
 	return p.g, nil
@@ -237,7 +238,7 @@ func (r *PGNReader) skipComment() error {
 	for {
 		c, err := r.readByte()
 		if err == io.EOF {
-			return fmt.Errorf("%s:%d: comment opened at line %d is never closed", r.name, r.line, open)
+			return &PGNError{File: r.name, Line: r.line, Reason: fmt.Sprintf("comment opened at line %d is never closed", open)}
 		}
 		if err != nil {
 			return err
@@ -325,7 +326,7 @@ func (r *PGNReader) readTag(g *PGNGame) error {
 	for {
 		c, err := r.readByte()
 		if err != nil {
-			return fmt.Errorf("%s:%d: tag pair is never closed", r.name, line)
+			return &PGNError{File: r.name, Line: line, Reason: "tag pair is never closed"}
 		}
 		switch state {
 		case 0, 1:
@@ -338,7 +339,7 @@ func (r *PGNReader) readTag(g *PGNGame) error {
 			case c == '"' && state == 1:
 				state = 3
 			default:
-				return fmt.Errorf("%s:%d: malformed tag pair", r.name, line)
+				return &PGNError{File: r.name, Line: line, Reason: "malformed tag pair"}
 			}
 		case 2:
 			switch c {
@@ -346,20 +347,20 @@ func (r *PGNReader) readTag(g *PGNGame) error {
 			case '"':
 				state = 3
 			default:
-				return fmt.Errorf("%s:%d: tag %s: value must be quoted", r.name, line, name)
+				return &PGNError{File: r.name, Line: line, Tag: string(name), Reason: "value must be quoted"}
 			}
 		case 3:
 			switch c {
 			case '\\':
 				c2, err := r.readByte()
 				if err != nil {
-					return fmt.Errorf("%s:%d: tag pair is never closed", r.name, line)
+					return &PGNError{File: r.name, Line: line, Reason: "tag pair is never closed"}
 				}
 				val = append(val, c2)
 			case '"':
 				state = 4
 			case '\n':
-				return fmt.Errorf("%s:%d: tag %s: value is not closed on its line", r.name, line, name)
+				return &PGNError{File: r.name, Line: line, Tag: string(name), Reason: "value is not closed on its line"}
 			default:
 				val = append(val, c)
 			}
@@ -370,7 +371,7 @@ func (r *PGNReader) readTag(g *PGNGame) error {
 				g.Tags[string(name)] = string(val)
 				return nil
 			default:
-				return fmt.Errorf("%s:%d: tag %s: want ']' after the value", r.name, line, name)
+				return &PGNError{File: r.name, Line: line, Tag: string(name), Reason: "want ']' after the value"}
 			}
 		}
 	}

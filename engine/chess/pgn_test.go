@@ -1,6 +1,7 @@
 package chess
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,18 +44,33 @@ func TestParsePGNFile(t *testing.T) {
 		t.Errorf("promotion game: %s %q", got, promo.Result)
 	}
 
-	for _, tc := range []struct{ pgn, want string }{
-		{"1. e4 e5 2. Ke3 *", "pgn:1: game at line 1: move 3 \"Ke3\""},
-		{"[Event \"x\"]\n\n1. e4 {never closed\n", "comment opened at line 3 is never closed"},
-		{"1. e4 (1. d4 *", "unclosed variation"},
-		{"1. e4 ) *", "')' without '('"},
-		{"[Event x]\n1. e4 *", "pgn:1: tag Event: value must be quoted"},
-		{"[FEN \"8/8 w\"]\n1. e4 *", "FEN tag"},
-		{"1. e4 @ *", "unexpected character '@'"},
+	var fenErr *FENError
+	for _, tc := range []struct {
+		pgn        string
+		line, game int
+		tag        string
+		cause      any   // nil, or a pointer to the type errors.As must find
+		is         error // nil, or what errors.Is must find
+	}{
+		{"1. e4 e5 2. Ke3 *", 1, 1, "", nil, ErrIllegalMove},
+		{"[Event \"x\"]\n\n1. e4 {never closed\n", 4, 0, "", nil, nil}, // opened at line 3
+		{"1. e4 (1. d4 *", 1, 1, "", nil, nil},
+		{"1. e4 ) *", 1, 1, "", nil, nil},
+		{"[Event x]\n1. e4 *", 1, 0, "Event", nil, nil},
+		{"[FEN \"8/8 w\"]\n1. e4 *", 2, 1, "", &fenErr, nil},
+		{"1. e4 @ *", 1, 1, "", nil, nil},
 	} {
 		_, err := ParsePGN(tc.pgn)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParsePGN(%q) err = %v, want %q", tc.pgn, err, tc.want)
+		var pe *PGNError
+		if !errors.As(err, &pe) || pe.File != "pgn" || pe.Line != tc.line || pe.Game != tc.game || pe.Tag != tc.tag {
+			t.Errorf("ParsePGN(%q) err = %v (%+v), want a *PGNError at pgn:%d, game at line %d, tag %q", tc.pgn, err, pe, tc.line, tc.game, tc.tag)
+			continue
+		}
+		if tc.cause != nil && !errors.As(err, tc.cause) {
+			t.Errorf("ParsePGN(%q) err = %v, want it to wrap a %T", tc.pgn, err, tc.cause)
+		}
+		if tc.is != nil && !errors.Is(err, tc.is) {
+			t.Errorf("ParsePGN(%q) err = %v, want it to wrap %v", tc.pgn, err, tc.is)
 		}
 	}
 }

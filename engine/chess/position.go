@@ -54,52 +54,53 @@ type Position struct {
 }
 
 // ParseFEN parses and validates a FEN. The halfmove and fullmove fields may be
-// omitted (EPD style); they default to 0 and 1. Errors name the offending field.
+// omitted (EPD style); they default to 0 and 1. Errors are *FENError, naming the offending
+// field.
 func ParseFEN(fen string) (p *Position, err error) {
 	defer func() {
 		// notnil/chess is not written for hostile input; a panic there must not
 		// take down a training run, so it becomes an error naming the FEN.
 		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("fen %q: rejected by move generator: %v", fen, r)
+			p, err = nil, &FENError{FEN: fen, Reason: fmt.Sprintf("rejected by move generator: %v", r)}
 		}
 	}()
 	f := strings.Fields(fen)
 	if len(f) < 4 || len(f) > 6 {
-		return nil, fmt.Errorf("fen %q: want 4 to 6 space-separated fields, got %d", fen, len(f))
+		return nil, &FENError{FEN: fen, Reason: fmt.Sprintf("want 4 to 6 space-separated fields, got %d", len(f))}
 	}
 	p = &Position{ep: -1, full: 1}
 	if err := p.parseBoard(f[0]); err != nil {
-		return nil, fmt.Errorf("fen %q: board field: %w", fen, err)
+		return nil, &FENError{FEN: fen, Field: "board", Reason: err.Error()}
 	}
 	switch f[1] {
 	case "w":
 		p.white = true
 	case "b":
 	default:
-		return nil, fmt.Errorf("fen %q: side-to-move field: want w or b, got %q", fen, f[1])
+		return nil, &FENError{FEN: fen, Field: "side-to-move", Reason: fmt.Sprintf("want w or b, got %q", f[1])}
 	}
 	if err := p.parseCastling(f[2]); err != nil {
-		return nil, fmt.Errorf("fen %q: castling field: %w", fen, err)
+		return nil, &FENError{FEN: fen, Field: "castling", Reason: err.Error()}
 	}
 	if err := p.parseEP(f[3]); err != nil {
-		return nil, fmt.Errorf("fen %q: en-passant field: %w", fen, err)
+		return nil, &FENError{FEN: fen, Field: "en-passant", Reason: err.Error()}
 	}
 	if len(f) >= 5 {
 		n, err := strconv.Atoi(f[4])
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("fen %q: halfmove field: want a non-negative integer, got %q", fen, f[4])
+			return nil, &FENError{FEN: fen, Field: "halfmove", Reason: fmt.Sprintf("want a non-negative integer, got %q", f[4])}
 		}
 		p.half = n
 	}
 	if len(f) == 6 {
 		n, err := strconv.Atoi(f[5])
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("fen %q: fullmove field: want a non-negative integer, got %q", fen, f[5])
+			return nil, &FENError{FEN: fen, Field: "fullmove", Reason: fmt.Sprintf("want a non-negative integer, got %q", f[5])}
 		}
 		p.full = max(n, 1) // python-chess clamps 0 to 1
 	}
 	if err := p.finish(); err != nil {
-		return nil, fmt.Errorf("fen %q: %w", fen, err)
+		return nil, &FENError{FEN: fen, Err: err}
 	}
 	return p, nil
 }
@@ -299,7 +300,7 @@ func (p *Position) HasLegalEnPassant() bool { return p.legalEP }
 // Valid reports why the position could not arise in a legal game, as a subset
 // of python-chess's is_valid: each side has exactly one king, at most 16
 // pieces and 8 pawns, and the side not to move is not in check. The engine is
-// only given valid positions.
+// only given valid positions. The error is an *InvalidError.
 func (p *Position) Valid() error {
 	var kings, pieces, pawns [2]int
 	for _, c := range p.sq {
@@ -321,15 +322,19 @@ func (p *Position) Valid() error {
 	for side, name := range []string{"white", "black"} {
 		switch {
 		case kings[side] != 1:
-			return fmt.Errorf("%s has %d kings", name, kings[side])
+			return &InvalidError{Side: name, Piece: "kings", Count: kings[side]}
 		case pieces[side] > 16:
-			return fmt.Errorf("%s has %d pieces", name, pieces[side])
+			return &InvalidError{Side: name, Piece: "pieces", Count: pieces[side]}
 		case pawns[side] > 8:
-			return fmt.Errorf("%s has %d pawns", name, pawns[side])
+			return &InvalidError{Side: name, Piece: "pawns", Count: pawns[side]}
 		}
 	}
 	if p.attacked(p.kingSquare(!p.white), p.white) {
-		return errors.New("the side not to move is in check")
+		side := "white"
+		if p.white {
+			side = "black"
+		}
+		return &InvalidError{Side: side}
 	}
 	return nil
 }

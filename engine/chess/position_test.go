@@ -2,7 +2,6 @@ package chess
 
 import (
 	"errors"
-	"strings"
 	"testing"
 )
 
@@ -136,9 +135,9 @@ func TestLegality(t *testing.T) {
 
 func TestParseFENErrors(t *testing.T) {
 	tests := []struct{ fen, field string }{
-		{"", "fields"},
-		{"8/8/8/8/8/8/8/8 w", "fields"},
-		{StartFEN + " extra", "fields"},
+		{"", ""}, // the field count
+		{"8/8/8/8/8/8/8/8 w", ""},
+		{StartFEN + " extra", ""},
 		{"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1", "board"},
 		{"rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "board"},
 		{"rnbqkbnr/pppppppp/44/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "board"},
@@ -155,8 +154,9 @@ func TestParseFENErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, err := ParseFEN(tc.fen)
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("ParseFEN(%q) = %v, want an error naming %q", tc.fen, err, tc.field)
+		var fe *FENError
+		if !errors.As(err, &fe) || fe.FEN != tc.fen || fe.Field != tc.field {
+			t.Errorf("ParseFEN(%q) = %v, want a *FENError naming field %q", tc.fen, err, tc.field)
 		}
 	}
 }
@@ -198,17 +198,24 @@ func TestOutcome(t *testing.T) {
 }
 
 func TestValid(t *testing.T) {
-	tests := []struct{ fen, err string }{
-		{StartFEN, ""},
-		{"5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58", "black has 0 kings"},
-		{"4k3/8/8/8/8/8/8/r3K3 b - - 0 1", "not to move is in check"},
-		{"4k3/8/PPPPPPPP/PPPPPPPP/8/8/8/4K3 w - - 0 1", "white has 17 pieces"},
-		{"4k3/8/8/PPPPPPPP/P7/8/8/4K3 w - - 0 1", "white has 9 pawns"},
+	tests := []struct {
+		fen  string
+		want *InvalidError // nil: valid
+	}{
+		{StartFEN, nil},
+		{"5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58", &InvalidError{Side: "black", Piece: "kings", Count: 0}},
+		{"4k3/8/8/8/8/8/8/r3K3 b - - 0 1", &InvalidError{Side: "white"}}, // not to move, in check
+		{"4k3/8/PPPPPPPP/PPPPPPPP/8/8/8/4K3 w - - 0 1", &InvalidError{Side: "white", Piece: "pieces", Count: 17}},
+		{"4k3/8/8/PPPPPPPP/P7/8/8/4K3 w - - 0 1", &InvalidError{Side: "white", Piece: "pawns", Count: 9}},
 	}
 	for _, tc := range tests {
 		err := MustParseFEN(tc.fen).Valid()
-		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("Valid(%s) = %v, want %q", tc.fen, err, tc.err)
+		var ie *InvalidError
+		switch {
+		case tc.want == nil && err != nil:
+			t.Errorf("Valid(%s) = %v, want nil", tc.fen, err)
+		case tc.want != nil && (!errors.As(err, &ie) || *ie != *tc.want):
+			t.Errorf("Valid(%s) = %v, want %+v", tc.fen, err, *tc.want)
 		}
 	}
 }

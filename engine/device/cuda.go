@@ -3,8 +3,6 @@
 package device
 
 import (
-	"fmt"
-
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cuda"
 )
@@ -15,11 +13,11 @@ const CUDAAvailable = true
 func openCUDA(name string, opt Options) (backend.Backend, error) {
 	b, err := cuda.New(opt.Ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("device %q: %w", name, err)
+		return nil, &OpenError{Device: name, Err: err}
 	}
 	if opt.World != nil && opt.World.Size() > 1 {
 		if _, err := cuda.JoinRanks(b, opt.World); err != nil {
-			return nil, fmt.Errorf("device %q: %w", name, err)
+			return nil, &OpenError{Device: name, Err: err}
 		}
 	}
 	return b, nil

@@ -3,7 +3,7 @@
 package device
 
 import (
-	"fmt"
+	"os"
 	"strings"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -21,16 +21,16 @@ type Options struct {
 	World dist.Comm
 }
 
-// Open returns the backend called name.
+// Open returns the backend called name. A device it cannot open is an *OpenError.
 func Open(name string, opt Options) (backend.Backend, error) {
 	switch strings.ToLower(name) {
 	case "", "cpu":
 		if err := cpu.CheckCapability(); err != nil {
-			return nil, fmt.Errorf("device cpu: %w", err)
+			return nil, &OpenError{Device: "cpu", Env: cpu.CapabilityEnv, Value: os.Getenv(cpu.CapabilityEnv), Err: err}
 		}
 		return cpu.New(opt.Threads), nil
 	case "cuda", "gpu":
 		return openCUDA(name, opt)
 	}
-	return nil, fmt.Errorf("device %q: unknown device (want cpu or cuda)", name)
+	return nil, &OpenError{Device: name, Err: ErrUnknown}
 }

@@ -1,7 +1,7 @@
 package device
 
 import (
-	"strings"
+	"errors"
 	"testing"
 )
 
@@ -10,15 +10,16 @@ func TestOpen(t *testing.T) {
 	if err != nil || b.Name() != "cpu" {
 		t.Fatalf("Open(cpu) = %v, %v", b, err)
 	}
-	if _, err := Open("tpu", Options{}); err == nil || !strings.Contains(err.Error(), "unknown device") {
-		t.Fatalf("Open(tpu): %v", err)
+	var oe *OpenError
+	if _, err := Open("tpu", Options{}); !errors.As(err, &oe) || oe.Device != "tpu" || !errors.Is(err, ErrUnknown) {
+		t.Fatalf("Open(tpu): %v, want an *OpenError wrapping ErrUnknown", err)
 	}
 	if !CUDAAvailable {
 		// The refusal names the device as the user wrote it.
 		for _, name := range []string{"cuda", "gpu"} {
 			_, err := Open(name, Options{})
-			if err == nil || !strings.Contains(err.Error(), "-tags cuda") || !strings.HasPrefix(err.Error(), `device "`+name+`"`) {
-				t.Fatalf("Open(%s) in a build without CUDA: %v", name, err)
+			if !errors.As(err, &oe) || oe.Device != name || !errors.Is(err, ErrNoCUDA) {
+				t.Fatalf("Open(%s) in a build without CUDA: %v, want an *OpenError wrapping ErrNoCUDA", name, err)
 			}
 		}
 	}
@@ -29,8 +30,9 @@ func TestOpen(t *testing.T) {
 func TestOpenRefusesUnknownCapability(t *testing.T) {
 	t.Setenv("ROOKSCRIPT_CPU_CAPABILITY", "avx1024")
 	_, err := Open("cpu", Options{Threads: 1})
-	if err == nil || !strings.Contains(err.Error(), `ROOKSCRIPT_CPU_CAPABILITY="avx1024"`) || !strings.Contains(err.Error(), "avx2") {
-		t.Fatalf("Open(cpu) with an unknown capability: %v", err)
+	var oe *OpenError
+	if !errors.As(err, &oe) || oe.Device != "cpu" || oe.Env != "ROOKSCRIPT_CPU_CAPABILITY" || oe.Value != "avx1024" {
+		t.Fatalf("Open(cpu) with an unknown capability: %v, want an *OpenError naming the variable and its value", err)
 	}
 	for _, ok := range []string{"avx2", "AVX512", ""} {
 		t.Setenv("ROOKSCRIPT_CPU_CAPABILITY", ok)

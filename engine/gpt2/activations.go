@@ -82,9 +82,8 @@ func backwardFloats(cfg Config) int { return 14 * cfg.Channels }
 // chunks of at most HeadChunkBytes / (4·V) rows (a multiple of 16, at least 16), so a batch
 // never holds rows × V logits at once. 64 MiB is 320 rows of GPT-2's vocabulary, a few per
 // cent of a 124M model's training memory. Every chunk product reads or writes a V × C matrix
-// (the tied embedding, its gradient) whose cost the chunk's rows share: on one core of this
-// project's machine the head's forward runs at 122, 136 and 153 GFLOP/s at 160, 320 and 640
-// rows, its backward at 136, 151 and 152.
+// (the tied embedding, its gradient) whose cost the chunk's rows share, so the head's rate
+// grows with the chunk's rows; past 320 its backward gains little.
 const HeadChunkBytes = 64 << 20
 
 // headChunkRows is the LM head's chunk for vocabulary v, or the model's override.

@@ -30,7 +30,8 @@ const (
 	MaxChannels  = 1 << 16 // n_embd: GPT-2 XL has 1600, GPT-3 12288; n_head ≤ n_embd as it divides it
 )
 
-// Validate reports a configuration the engine cannot run or that no real model has.
+// Validate reports a configuration the engine cannot run or that no real model has: a
+// *ConfigError for each setting at fault, joined.
 func (c Config) Validate() error {
 	var errs []error
 	for _, f := range []struct {
@@ -40,16 +41,16 @@ func (c Config) Validate() error {
 		{"n_layer", c.NumLayers, MaxLayers}, {"n_head", c.NumHeads, MaxChannels}, {"n_embd", c.Channels, MaxChannels}} {
 		switch {
 		case f.v <= 0:
-			errs = append(errs, fmt.Errorf("%s must be positive, got %d", f.name, f.v))
+			errs = append(errs, &ConfigError{Key: f.name, Value: f.v, Reason: "positive"})
 		case f.v > f.max:
-			errs = append(errs, fmt.Errorf("%s must be at most %d, got %d", f.name, f.max, f.v))
+			errs = append(errs, &ConfigError{Key: f.name, Value: f.v, Reason: fmt.Sprintf("at most %d", f.max)})
 		}
 	}
 	if c.NumHeads > 0 && c.Channels%c.NumHeads != 0 {
-		errs = append(errs, fmt.Errorf("n_embd %d is not divisible by n_head %d", c.Channels, c.NumHeads))
+		errs = append(errs, &ConfigError{Key: "n_embd", Value: c.Channels, Reason: fmt.Sprintf("a multiple of n_head (%d)", c.NumHeads)})
 	}
 	if !(c.LayerNormE > 0) {
-		errs = append(errs, fmt.Errorf("layer_norm_epsilon must be positive, got %g", c.LayerNormE))
+		errs = append(errs, &ConfigError{Key: "layer_norm_epsilon", Value: c.LayerNormE, Reason: "positive"})
 	}
 	return errors.Join(errs...)
 }

@@ -186,7 +186,7 @@ func (m *Model) Decode(kv *KVCache, tokens, slots, pos []int32, temperature floa
 
 // DecodeLogits is Decode without the distribution: every row's logits (rows of the
 // vocabulary), the same bits as Decode's Logits. Greedy decoding takes the largest logit and
-// needs no softmax, which is 1-2% of a decode step of GPT-2 124M.
+// needs no softmax, whose pass over every row's vocabulary this skips.
 func (m *Model) DecodeLogits(kv *KVCache, tokens, slots, pos []int32) ([]float32, error) {
 	s, err := m.decode(kv, tokens, slots, pos)
 	if s == nil {

@@ -64,10 +64,10 @@ func LoadHF(dir string) (Config, []float32, error) {
 			{"pytorch_model.bin", "only safetensors weights are supported (pickle checkpoints are not read); convert it with save_pretrained(safe_serialization=True)"},
 		} {
 			if _, e := os.Stat(filepath.Join(dir, alt.name)); e == nil {
-				return Config{}, nil, fmt.Errorf("%s: no model.safetensors but %s: %s", dir, alt.name, alt.why)
+				return Config{}, nil, &LoadError{Kind: NotAModel, File: dir, Reason: fmt.Sprintf("no model.safetensors but %s: %s", alt.name, alt.why)}
 			}
 		}
-		return Config{}, nil, fmt.Errorf("%s: no model.safetensors", dir)
+		return Config{}, nil, &LoadError{Kind: NotAModel, File: dir, Reason: "no model.safetensors"}
 	}
 	params, err := hfParams(st, cfg)
 	if err != nil {
@@ -76,8 +76,9 @@ func LoadHF(dir string) (Config, []float32, error) {
 	// Folders without the hash (written by transformers or anything else) load unchecked.
 	if want, ok := st.Metadata[HFHashKey]; ok {
 		if got := ParamsHash(cfg, params); got != want {
-			return Config{}, nil, fmt.Errorf("%s: the weights and config.json hash to %s, but its %q, written with them by rookscript, records %s: the file is corrupt or was changed since it was saved",
-				stPath, got, HFHashKey, want)
+			return Config{}, nil, &LoadError{Kind: BadHash, File: stPath, Reason: fmt.Sprintf(
+				"the weights and config.json hash to %s, but its %q, written with them by rookscript, records %s: the file is corrupt or was changed since it was saved",
+				got, HFHashKey, want)}
 		}
 	}
 	return cfg, params, nil
@@ -117,17 +118,17 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 		if !ok {
 			if m := hfLayer.FindStringSubmatch(name); m != nil {
 				if n, _ := strconv.Atoi(m[1]); n >= cfg.NumLayers {
-					return nil, fmt.Errorf("%s: tensor %q is in layer %d but config.json has n_layer=%d", st.Path, key, n, cfg.NumLayers)
+					return nil, badTensor(st, key, "tensor %q is in layer %d but config.json has n_layer=%d", key, n, cfg.NumLayers)
 				}
 			}
-			return nil, fmt.Errorf("%s: unknown tensor %q (not a GPT-2 parameter of this config)", st.Path, key)
+			return nil, badTensor(st, key, "unknown tensor %q (not a GPT-2 parameter of this config)", key)
 		}
 		if prev, dup := found[name]; dup {
-			return nil, fmt.Errorf("%s: tensor %q given twice (as %q and %q)", st.Path, name, prev, key)
+			return nil, badTensor(st, key, "tensor %q given twice (as %q and %q)", name, prev, key)
 		}
 		found[name] = key
 		if want := hfShape(lt); !slices.Equal(t.Shape, want) {
-			return nil, fmt.Errorf("%s: tensor %q has shape %v, want %v (config.json: %s)", st.Path, key, t.Shape, want, hfShapeFields(lt.Name, cfg))
+			return nil, badTensor(st, key, "tensor %q has shape %v, want %v (config.json: %s)", key, t.Shape, want, hfShapeFields(lt.Name, cfg))
 		}
 		matches = append(matches, match{key, lt})
 	}
@@ -141,11 +142,11 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 		if len(missing) > 5 {
 			missing = append(missing[:5], fmt.Sprintf("and %d more", len(missing)-5))
 		}
-		return nil, fmt.Errorf("%s: missing tensor %s (config.json has n_layer=%d)", st.Path, strings.Join(missing, ", "), cfg.NumLayers)
+		return nil, badTensor(st, missing[0], "missing tensor %s (config.json has n_layer=%d)", strings.Join(missing, ", "), cfg.NumLayers)
 	}
 	wte, _ := l.Lookup("wte.weight")
 	if lmHead != nil && !slices.Equal(lmHead.Shape, wte.Shape) {
-		return nil, fmt.Errorf("%s: tensor \"lm_head.weight\" has shape %v, want %v", st.Path, lmHead.Shape, wte.Shape)
+		return nil, badTensor(st, "lm_head.weight", "tensor \"lm_head.weight\" has shape %v, want %v", lmHead.Shape, wte.Shape)
 	}
 
 	params := make([]float32, l.Total)
@@ -160,7 +161,7 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 			return nil, err
 		}
 		if err := checkFinite(m.key, vals); err != nil {
-			return nil, fmt.Errorf("%s: %w", st.Path, err)
+			return nil, &LoadError{Kind: NonFinite, File: st.Path, Tensor: m.key, Err: err}
 		}
 		if hfIsConv1D(lt.Name) {
 			hfTranspose(dst, vals, hfShape(lt)[0], hfShape(lt)[1])
@@ -174,11 +175,16 @@ func hfParams(st *safetensors.File, cfg Config) ([]float32, error) {
 		}
 		for i, v := range head {
 			if math.Float32bits(v) != math.Float32bits(params[wte.Off+i]) {
-				return nil, fmt.Errorf("%s: lm_head.weight differs from wte.weight (first at element %d): untied LM heads are not supported", st.Path, i)
+				return nil, badTensor(st, "lm_head.weight", "lm_head.weight differs from wte.weight (first at element %d): untied LM heads are not supported", i)
 			}
 		}
 	}
 	return params, nil
+}
+
+// badTensor is a *LoadError for tensor key of st.
+func badTensor(st *safetensors.File, key, format string, a ...any) error {
+	return &LoadError{Kind: BadTensor, File: st.Path, Tensor: key, Reason: fmt.Sprintf(format, a...)}
 }
 
 // hfLayer matches a block tensor's name and captures its layer.
@@ -237,13 +243,13 @@ func readHFConfig(path string) (Config, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return Config{}, fmt.Errorf("%s: %s must be %s, got %s", path, te.Field, hfKind(te.Type.Kind()), te.Value)
+			return Config{}, &LoadError{Kind: BadConfig, File: path, Err: &ConfigError{Key: te.Field, Value: jsonValue(te.Value), Reason: hfKind(te.Type.Kind())}}
 		}
-		return Config{}, fmt.Errorf("%s: %v", path, err)
+		return Config{}, &LoadError{Kind: BadConfig, File: path, Err: err}
 	}
 	cfg, err := f.validate()
 	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
+		return Config{}, &LoadError{Kind: BadConfig, File: path, Err: err}
 	}
 	return cfg, nil
 }
@@ -273,7 +279,7 @@ func (f hfConfigFile) validate() (Config, error) {
 	}{{f.VocabSize, "vocab_size"}, {positions, "n_positions or n_ctx"}, {f.NEmbd, "n_embd"},
 		{f.NLayer, "n_layer"}, {f.NHead, "n_head"}} {
 		if r.v == nil {
-			return Config{}, fmt.Errorf("missing %s", r.name)
+			return Config{}, &ConfigError{Key: r.name}
 		}
 	}
 	cfg := Config{VocabSize: *f.VocabSize, MaxSeqLen: *positions, Channels: *f.NEmbd,
@@ -287,13 +293,13 @@ func (f hfConfigFile) validate() (Config, error) {
 	}
 	// gelu_pytorch_tanh is the same tanh approximation as gelu_new under another name.
 	if act := f.ActivationFunction; act != nil && *act != "gelu_new" && *act != "gelu_pytorch_tanh" {
-		return Config{}, fmt.Errorf("activation_function is %q; only gelu_new (tanh-approximated GELU) is supported", *act)
+		return Config{}, &ConfigError{Key: "activation_function", Value: *act, Reason: "gelu_new (tanh-approximated GELU; no other activation is supported)"}
 	}
 	if mt := f.ModelType; mt != nil && *mt != "gpt2" {
-		return Config{}, fmt.Errorf("model_type is %q, want gpt2", *mt)
+		return Config{}, &ConfigError{Key: "model_type", Value: *mt, Reason: "gpt2"}
 	}
 	if f.NInner != nil && *f.NInner != 4*cfg.Channels {
-		return Config{}, fmt.Errorf("n_inner is %d; only the standard 4*n_embd = %d MLP is supported", *f.NInner, 4*cfg.Channels)
+		return Config{}, &ConfigError{Key: "n_inner", Value: *f.NInner, Reason: fmt.Sprintf("%d, the standard 4*n_embd (no other MLP is supported)", 4*cfg.Channels)}
 	}
 	for _, r := range []struct {
 		v    *bool
@@ -307,7 +313,7 @@ func (f hfConfigFile) validate() (Config, error) {
 		{f.TieWordEmbeddings, "tie_word_embeddings", true, "untied LM heads are not supported"},
 	} {
 		if r.v != nil && *r.v != r.want {
-			return Config{}, fmt.Errorf("%s is %v: %s", r.name, *r.v, r.why)
+			return Config{}, &ConfigError{Key: r.name, Value: *r.v, Reason: fmt.Sprintf("%v (%s)", r.want, r.why)}
 		}
 	}
 	return cfg, nil
@@ -412,7 +418,7 @@ func hfTensors(cfg Config, params []float32) []safetensors.Tensor {
 // weights first; an existing folder that is not empty and holds no model is refused.
 func SaveHF(dir string, cfg Config, params []float32) error {
 	if err := checkSave(cfg, params); err != nil {
-		return fmt.Errorf("saving %s: %w", dir, err)
+		return &SaveError{File: dir, Err: err}
 	}
 	conf, err := hfConfigBytes(cfg)
 	if err != nil {
@@ -433,7 +439,7 @@ func SaveHF(dir string, cfg Config, params []float32) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && !fi.IsDir():
-		return fmt.Errorf("saving %s: exists and is not a directory", dir)
+		return &SaveError{File: dir, Reason: "exists and is not a directory"}
 	case err == nil:
 		if err := refuseNonModel(dir); err != nil {
 			return err
@@ -490,5 +496,5 @@ func refuseNonModel(dir string) error {
 	if len(other) > 5 {
 		other = append(other[:5], fmt.Sprintf("%d more", len(other)-5))
 	}
-	return fmt.Errorf("saving %s: the folder holds %s and no model.safetensors: it is not a model's folder, and saving would overwrite its config.json; save into a new folder or a model's", dir, strings.Join(other, ", "))
+	return &SaveError{File: dir, Holds: other}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -240,21 +242,26 @@ func TestLoadHFErrors(t *testing.T) {
 		return m
 	}
 
+	const weights, config = "model.safetensors", "config.json"
 	for _, c := range []struct {
 		name    string
 		conf    map[string]any
 		tensors []safetensors.Tensor
-		want    []string
+		file    string   // the file the error names, in the folder
+		kind    LoadKind // 0: a safetensors.DTypeError of tensor
+		tensor  string   // a prefix of the tensor the error names
+		key     string   // BadConfig: the setting at fault
+		value   any
 	}{
 		{"missing tensor", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return slices.DeleteFunc(ts, func(x safetensors.Tensor) bool { return x.Name == "transformer.h.1.mlp.c_fc.bias" })
-		}), []string{"model.safetensors", "missing tensor", "transformer.h.1.mlp.c_fc.bias"}},
+		}), weights, BadTensor, "transformer.h.1.mlp.c_fc.bias", "", nil},
 		{"unknown tensor", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32("transformer.h.0.attn.rotary", []int{1}, []float32{0}))
-		}), []string{"model.safetensors", `unknown tensor "transformer.h.0.attn.rotary"`}},
+		}), weights, BadTensor, "transformer.h.0.attn.rotary", "", nil},
 		{"layer out of range", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32("transformer.h.2.ln_1.bias", []int{4}, make([]float32, 4)))
-		}), []string{`"transformer.h.2.ln_1.bias" is in layer 2 but config.json has n_layer=2`}},
+		}), weights, BadTensor, "transformer.h.2.ln_1.bias", "", nil},
 		{"wrong shape", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			for i, x := range ts {
 				if x.Name == "transformer.h.0.attn.c_attn.weight" {
@@ -262,45 +269,52 @@ func TestLoadHFErrors(t *testing.T) {
 				}
 			}
 			return ts
-		}), []string{"model.safetensors", `"transformer.h.0.attn.c_attn.weight"`, "shape [12 4]", "want [4 12]"}},
+		}), weights, BadTensor, "transformer.h.0.attn.c_attn.weight", "", nil},
 		{"untied head", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32("lm_head.weight", wte.Shape, head))
-		}), []string{"model.safetensors", "lm_head.weight", "element 3", "untied"}},
+		}), weights, BadTensor, "lm_head.weight", "", nil},
 		{"head shape", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32("lm_head.weight", []int{1}, []float32{0}))
-		}), []string{`"lm_head.weight"`, "shape [1]"}},
+		}), weights, BadTensor, "lm_head.weight", "", nil},
 		{"duplicate", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			return append(ts, safetensors.F32("ln_f.bias", []int{4}, make([]float32, 4)))
-		}), []string{`"ln_f.bias" given twice`}},
+		}), weights, BadTensor, "transformer.ln_f.bias", "", nil},
 		{"integer weights", conf, edit(func(ts []safetensors.Tensor) []safetensors.Tensor {
 			ts[0] = safetensors.I32(ts[0].Name, ts[0].Shape, make([]int32, ts[0].NumElements()))
 			return ts
-		}), []string{`"transformer.wte.weight"`, "I32"}},
-		{"activation", with("activation_function", "relu"), base, []string{"config.json", "activation_function", `"relu"`}},
-		{"exact gelu", with("activation_function", "gelu"), base, []string{"activation_function"}},
-		{"missing n_embd", with("n_embd", nil), base, []string{"config.json", "n_embd"}},
-		{"missing positions", func() map[string]any { m := with("n_ctx", nil); delete(m, "n_positions"); return m }(), base, []string{"n_positions or n_ctx"}},
-		{"non-integer", with("n_head", 2.5), base, []string{"n_head", "integer"}},
-		{"bad heads", with("n_head", 3), base, []string{"config.json", "n_embd 4 is not divisible by n_head 3"}},
-		{"n_inner", with("n_inner", 7), base, []string{"n_inner"}},
-		{"untied config", with("tie_word_embeddings", false), base, []string{"tie_word_embeddings"}},
-		{"unscaled attention", with("scale_attn_weights", false), base, []string{"scale_attn_weights"}},
-		{"model type", with("model_type", "llama"), base, []string{"model_type"}},
-		{"model type not a string", with("model_type", 3), base, []string{"config.json", "model_type must be a string"}},
-		{"flag not a bool", with("tie_word_embeddings", "yes"), base, []string{"tie_word_embeddings must be true or false"}},
-		{"epsilon not a number", with("layer_norm_epsilon", "1e-5"), base, []string{"layer_norm_epsilon must be a number"}},
-		{"config shape mismatch", with("n_layer", 3), base, []string{"missing tensor", "transformer.h.2."}},
+		}), weights, 0, "transformer.wte.weight", "", nil},
+		{"activation", with("activation_function", "relu"), base, config, BadConfig, "", "activation_function", "relu"},
+		{"exact gelu", with("activation_function", "gelu"), base, config, BadConfig, "", "activation_function", "gelu"},
+		{"missing n_embd", with("n_embd", nil), base, config, BadConfig, "", "n_embd", nil},
+		{"missing positions", func() map[string]any { m := with("n_ctx", nil); delete(m, "n_positions"); return m }(), base, config, BadConfig, "", "n_positions or n_ctx", nil},
+		{"non-integer", with("n_head", 2.5), base, config, BadConfig, "", "n_head", jsonValue("number 2.5")},
+		{"bad heads", with("n_head", 3), base, config, BadConfig, "", "n_embd", 4},
+		{"n_inner", with("n_inner", 7), base, config, BadConfig, "", "n_inner", 7},
+		{"untied config", with("tie_word_embeddings", false), base, config, BadConfig, "", "tie_word_embeddings", false},
+		{"unscaled attention", with("scale_attn_weights", false), base, config, BadConfig, "", "scale_attn_weights", false},
+		{"model type", with("model_type", "llama"), base, config, BadConfig, "", "model_type", "llama"},
+		{"model type not a string", with("model_type", 3), base, config, BadConfig, "", "model_type", jsonValue("number")},
+		{"flag not a bool", with("tie_word_embeddings", "yes"), base, config, BadConfig, "", "tie_word_embeddings", jsonValue("string")},
+		{"epsilon not a number", with("layer_norm_epsilon", "1e-5"), base, config, BadConfig, "", "layer_norm_epsilon", jsonValue("string")},
+		{"config shape mismatch", with("n_layer", 3), base, weights, BadTensor, "transformer.h.2.", "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := hfTestDir(t, c.conf, c.tensors)
 			_, _, err := LoadHF(dir)
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range append(c.want, dir) {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
+			file := filepath.Join(dir, c.file)
+			if c.kind == 0 {
+				var de *safetensors.DTypeError
+				if !errors.As(err, &de) || de.File != file || de.Tensor != c.tensor {
+					t.Fatalf("error %v, want a *safetensors.DTypeError of %s in %s", err, c.tensor, file)
 				}
+				return
+			}
+			le := wantLoadError(t, err, c.kind, file)
+			if !strings.HasPrefix(le.Tensor, c.tensor) || (c.tensor == "") != (le.Tensor == "") {
+				t.Errorf("tensor %q, want %q", le.Tensor, c.tensor)
+			}
+			if c.key != "" {
+				wantConfigError(t, err, c.key, c.value)
 			}
 		})
 	}
@@ -317,23 +331,28 @@ func TestLoadHFErrors(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		files []string
-		want  string
 	}{
-		{"pickle only", []string{"pytorch_model.bin"}, "only safetensors"},
-		{"sharded", []string{"model.safetensors.index.json"}, "sharded"},
-		{"no weights", nil, "no model.safetensors"},
-		{"corrupt weights", []string{"model.safetensors"}, "model.safetensors: file is 1 bytes"},
+		{"pickle only", []string{"pytorch_model.bin"}},
+		{"sharded", []string{"model.safetensors.index.json"}},
+		{"no weights", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := files(t, c.files...)
-			if _, _, err := LoadHF(dir); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
-				t.Errorf("error %v, want mention of %q and %s", err, c.want, dir)
-			}
+			_, _, err := LoadHF(dir)
+			wantLoadError(t, err, NotAModel, dir)
 		})
 	}
+	t.Run("corrupt weights", func(t *testing.T) {
+		dir := files(t, "model.safetensors")
+		var fe *safetensors.FormatError
+		if _, _, err := LoadHF(dir); !errors.As(err, &fe) || fe.File != filepath.Join(dir, "model.safetensors") {
+			t.Errorf("error %v, want a *safetensors.FormatError of its model.safetensors", err)
+		}
+	})
 	t.Run("no config", func(t *testing.T) {
 		dir := t.TempDir()
-		if _, _, err := LoadHF(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "config.json")) {
+		var pe *fs.PathError
+		if _, _, err := LoadHF(dir); !errors.As(err, &pe) || pe.Path != filepath.Join(dir, "config.json") || !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("error %v", err)
 		}
 	})
@@ -362,7 +381,8 @@ func TestSaveHFExistingDir(t *testing.T) {
 	if len(entries) != 3 {
 		t.Errorf("files in the directory: %v", entries)
 	}
-	if err := SaveHF(tok, cfg, params); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	var se *SaveError
+	if err := SaveHF(tok, cfg, params); !errors.As(err, &se) || se.File != tok || se.Reason != "exists and is not a directory" {
 		t.Errorf("saving over a file: %v", err)
 	}
 }

@@ -32,8 +32,8 @@ const (
 // rows of wte are dropped. llm.c hard-codes LayerNorm epsilon 1e-5. A tensor holding NaN or
 // ±Inf is an error naming it.
 func LoadLLMC(path string) (Config, []float32, error) {
-	fail := func(format string, a ...any) (Config, []float32, error) {
-		return Config{}, nil, fmt.Errorf("llm.c checkpoint %s: %s", path, fmt.Sprintf(format, a...))
+	fail := func(kind LoadKind, err error, format string, a ...any) (Config, []float32, error) {
+		return Config{}, nil, &LoadError{Kind: kind, File: path, Format: "llm.c checkpoint", Reason: fmt.Sprintf(format, a...), Err: err}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -48,10 +48,10 @@ func LoadLLMC(path string) (Config, []float32, error) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	var hdr [llmcHeaderInts]int32
 	if err := binary.Read(r, binary.LittleEndian, &hdr); err != nil {
-		return fail("file is %d bytes, shorter than the %d-byte header", size, llmcHeaderBytes)
+		return fail(BadHeader, nil, "file is %d bytes, shorter than the %d-byte header", size, llmcHeaderBytes)
 	}
 	if hdr[0] != LLMCMagic {
-		return fail("bad magic %d, want %d (not an llm.c model file)", hdr[0], LLMCMagic)
+		return fail(BadHeader, nil, "bad magic %d, want %d (not an llm.c model file)", hdr[0], LLMCMagic)
 	}
 	var elt int64
 	switch hdr[1] {
@@ -60,29 +60,29 @@ func LoadLLMC(path string) (Config, []float32, error) {
 	case llmcVersionBF16:
 		elt = 2
 	default:
-		return fail("unsupported version %d; want %d (fp32) or %d (bf16), as written by current llm.c",
+		return fail(BadHeader, nil, "unsupported version %d; want %d (fp32) or %d (bf16), as written by current llm.c",
 			hdr[1], llmcVersionF32, llmcVersionBF16)
 	}
 	cfg := Config{MaxSeqLen: int(hdr[2]), VocabSize: int(hdr[3]), NumLayers: int(hdr[4]),
 		NumHeads: int(hdr[5]), Channels: int(hdr[6]), LayerNormE: 1e-5}
 	vp := int(hdr[7])
 	if err := cfg.Validate(); err != nil {
-		return fail("header: %v", err)
+		return fail(BadConfig, err, "header")
 	}
 	if vp < cfg.VocabSize {
-		return fail("padded_vocab_size %d is smaller than vocab_size %d", vp, cfg.VocabSize)
+		return fail(BadConfig, &ConfigError{Key: "padded_vocab_size", Value: vp, Reason: fmt.Sprintf("at least vocab_size (%d)", cfg.VocabSize)}, "header")
 	}
 	// Check the size in float64 first: absurd header values must not overflow int arithmetic.
 	c := float64(cfg.Channels)
 	approx := float64(llmcHeaderBytes) + float64(elt)*(float64(vp)*c+float64(cfg.MaxSeqLen)*c+
 		float64(cfg.NumLayers)*(12*c*c+13*c)+2*c)
 	if approx > 1<<52 || approx > 2*float64(size)+1 {
-		return fail("file is %d bytes but the header (%s) implies %.4g", size, llmcDescribe(cfg, vp, hdr[1]), approx)
+		return fail(BadSize, nil, "file is %d bytes but the header (%s) implies %.4g", size, llmcDescribe(cfg, vp, hdr[1]), approx)
 	}
 	l := NewLayout(cfg)
 	pad := (vp - cfg.VocabSize) * cfg.Channels
 	if want := llmcHeaderBytes + elt*int64(l.Total+pad); size != want {
-		return fail("file is %d bytes but the header (%s) implies %d", size, llmcDescribe(cfg, vp, hdr[1]), want)
+		return fail(BadSize, nil, "file is %d bytes but the header (%s) implies %d", size, llmcDescribe(cfg, vp, hdr[1]), want)
 	}
 
 	params := make([]float32, l.Total)
@@ -107,17 +107,17 @@ func LoadLLMC(path string) (Config, []float32, error) {
 	}
 	wte, _ := l.Lookup("wte.weight")
 	if err := read(params[:wte.Size]); err != nil {
-		return fail("reading wte: %v", err)
+		return fail(BadSize, err, "reading wte")
 	}
 	if _, err := r.Discard(pad * int(elt)); err != nil {
-		return fail("reading wte padding: %v", err)
+		return fail(BadSize, err, "reading wte padding")
 	}
 	if err := read(params[wte.Size:]); err != nil {
-		return fail("reading parameters: %v", err)
+		return fail(BadSize, err, "reading parameters")
 	}
 	for _, t := range l.Tensors {
 		if err := checkFinite(t.Name, params[t.Off:t.Off+t.Size]); err != nil {
-			return fail("%v", err)
+			return Config{}, nil, &LoadError{Kind: NonFinite, File: path, Format: "llm.c checkpoint", Tensor: t.Name, Err: err}
 		}
 	}
 	return cfg, params, nil
@@ -138,16 +138,16 @@ func SaveLLMC(path string, cfg Config, params []float32) error {
 // Non-finite weights are refused, as they are at load.
 func SaveLLMCPadded(path string, cfg Config, params []float32, multiple int) error {
 	if err := checkSave(cfg, params); err != nil {
-		return fmt.Errorf("saving %s: %w", path, err)
+		return &SaveError{File: path, Err: err}
 	}
 	l := NewLayout(cfg)
 	if multiple < 1 {
-		return fmt.Errorf("saving %s: padding multiple %d must be positive", path, multiple)
+		return &SaveError{File: path, Reason: fmt.Sprintf("padding multiple %d must be positive", multiple)}
 	}
 	vp := (cfg.VocabSize + multiple - 1) / multiple * multiple
 	for _, v := range []int{cfg.MaxSeqLen, vp, cfg.NumLayers, cfg.NumHeads, cfg.Channels} {
 		if v > math.MaxInt32 {
-			return fmt.Errorf("saving %s: dimension %d does not fit the int32 header", path, v)
+			return &SaveError{File: path, Reason: fmt.Sprintf("dimension %d does not fit the int32 header", v)}
 		}
 	}
 	var hdr [llmcHeaderInts]int32

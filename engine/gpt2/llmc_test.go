@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -120,22 +118,24 @@ func TestLLMCErrors(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		file []byte
-		want []string
+		kind LoadKind
+		key  string // BadConfig: the setting at fault
+		val  int
 	}{
-		{"short header", valid[:100], []string{"shorter than the 1024-byte header"}},
-		{"magic", set(0, 20240520), []string{"bad magic 20240520"}},
-		{"old version", set(1, 2), []string{"unsupported version 2"}},
-		{"truncated", valid[:len(valid)-4], []string{strconv.Itoa(len(valid) - 4), "implies " + strconv.Itoa(len(valid))}},
-		{"trailing", append(append([]byte(nil), valid...), 0, 0, 0, 0), []string{"implies " + strconv.Itoa(len(valid))}},
-		{"header lies", set(4, 3), []string{"L=3", "implies"}},
-		{"huge channels", set(6, 1<<30), []string{"n_embd must be at most 65536, got 1073741824"}},
-		{"channels the file lacks", set(6, 1<<14), []string{"C=16384", "implies"}},
-		{"odd channels", set(6, 5), []string{"n_embd 5 is not divisible by n_head 2"}},
-		{"huge layers", set(4, 1<<30), []string{"n_layer must be at most 1024, got 1073741824"}},
-		{"huge positions", set(2, 1<<30), []string{"n_positions must be at most 1048576"}},
-		{"huge vocabulary", set(3, 1<<30), []string{"vocab_size must be at most 4194304"}},
-		{"padded smaller", set(7, 10), []string{"padded_vocab_size 10 is smaller than vocab_size 11"}},
-		{"zero heads", set(5, 0), []string{"n_head must be positive"}},
+		{"short header", valid[:100], BadHeader, "", 0},
+		{"magic", set(0, 20240520), BadHeader, "", 0},
+		{"old version", set(1, 2), BadHeader, "", 0},
+		{"truncated", valid[:len(valid)-4], BadSize, "", 0},
+		{"trailing", append(append([]byte(nil), valid...), 0, 0, 0, 0), BadSize, "", 0},
+		{"header lies", set(4, 3), BadSize, "", 0},
+		{"huge channels", set(6, 1<<30), BadConfig, "n_embd", 1 << 30},
+		{"channels the file lacks", set(6, 1<<14), BadSize, "", 0},
+		{"odd channels", set(6, 5), BadConfig, "n_embd", 5},
+		{"huge layers", set(4, 1<<30), BadConfig, "n_layer", 1 << 30},
+		{"huge positions", set(2, 1<<30), BadConfig, "n_positions", 1 << 30},
+		{"huge vocabulary", set(3, 1<<30), BadConfig, "vocab_size", 1 << 30},
+		{"padded smaller", set(7, 10), BadConfig, "padded_vocab_size", 10},
+		{"zero heads", set(5, 0), BadConfig, "n_head", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bad.bin")
@@ -143,13 +143,11 @@ func TestLLMCErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, _, err := LoadLLMC(path)
-			if err == nil {
-				t.Fatal("no error")
+			if le := wantLoadError(t, err, c.kind, path); le.Format != "llm.c checkpoint" {
+				t.Errorf("format %q", le.Format)
 			}
-			for _, w := range append(c.want, path) {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+			if c.key != "" {
+				wantConfigError(t, err, c.key, c.val)
 			}
 		})
 	}

@@ -47,16 +47,17 @@ const DefaultRandomSeed = 42
 //	random:<name>[@seed=<n>]             random init of a RandomConfigs architecture
 //
 // A path that does not exist is an error: random weights are only ever produced on request.
+// Errors that concern the source are *LoadError, naming what is wrong, the file and the tensor.
 func Load(source string) (Config, []float32, Source, error) {
 	if spec, ok := strings.CutPrefix(source, "random:"); ok {
 		return loadRandom(spec)
 	}
 	if source == "" {
-		return Config{}, nil, Source{}, errors.New("model not found: empty model path")
+		return Config{}, nil, Source{}, &LoadError{Kind: NotFound, Reason: "empty model path"}
 	}
 	fi, err := os.Stat(source)
 	if errors.Is(err, os.ErrNotExist) {
-		return Config{}, nil, Source{}, fmt.Errorf("model not found: %s", source)
+		return Config{}, nil, Source{}, &LoadError{Kind: NotFound, File: source}
 	}
 	if err != nil {
 		return Config{}, nil, Source{}, err
@@ -71,7 +72,7 @@ func Load(source string) (Config, []float32, Source, error) {
 	}
 	if fi.IsDir() {
 		if _, err := os.Stat(filepath.Join(source, "config.json")); err != nil {
-			return Config{}, nil, Source{}, fmt.Errorf("model not found: %s is a directory without config.json (want a Hugging Face GPT-2 directory)", source)
+			return Config{}, nil, Source{}, &LoadError{Kind: NotFound, File: source, Reason: "is a directory without config.json (want a Hugging Face GPT-2 directory)"}
 		}
 		return hf(source)
 	}
@@ -95,9 +96,9 @@ func Load(source string) (Config, []float32, Source, error) {
 		return cfg, params, Source{Kind: "llmc", Path: source,
 			Description: fmt.Sprintf("llm.c checkpoint %s (%s)", source, describeConfig(cfg))}, nil
 	case err == nil && string(magic[:2]) == "PK":
-		return Config{}, nil, Source{}, fmt.Errorf("%s: looks like a PyTorch pickle checkpoint; only safetensors and llm.c checkpoints are supported", source)
+		return Config{}, nil, Source{}, &LoadError{Kind: NotAModel, File: source, Reason: "looks like a PyTorch pickle checkpoint; only safetensors and llm.c checkpoints are supported"}
 	}
-	return Config{}, nil, Source{}, fmt.Errorf("%s: not a model: want a Hugging Face GPT-2 directory, an llm.c checkpoint or random:<name>", source)
+	return Config{}, nil, Source{}, &LoadError{Kind: NotAModel, File: source, Reason: "not a model: want a Hugging Face GPT-2 directory, an llm.c checkpoint or random:<name>"}
 }
 
 // checkFinite refuses a tensor holding NaN or ±Inf, naming it and the first bad element in
@@ -106,7 +107,7 @@ func Load(source string) (Config, []float32, Source, error) {
 func checkFinite(name string, v []float32) error {
 	for i, x := range v {
 		if x-x != 0 { // NaN or ±Inf
-			return fmt.Errorf("tensor %q holds %v at element %d: non-finite weights are refused", name, x, i)
+			return &NonFiniteError{Tensor: name, Element: i, Value: x}
 		}
 	}
 	return nil
@@ -140,14 +141,15 @@ func loadRandom(spec string) (Config, []float32, Source, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return Config{}, nil, Source{}, fmt.Errorf("random:%s: unknown random model %q; known: %s", spec, name, strings.Join(names, ", "))
+		return Config{}, nil, Source{}, &LoadError{Kind: BadSpec, File: "random:" + spec,
+			Reason: fmt.Sprintf("unknown random model %q; known: %s", name, strings.Join(names, ", "))}
 	}
 	seed := uint64(DefaultRandomSeed)
 	if hasOpt {
 		v, found := strings.CutPrefix(opt, "seed=")
 		n, err := strconv.ParseUint(v, 10, 64)
 		if !found || err != nil {
-			return Config{}, nil, Source{}, fmt.Errorf("random:%s: want random:%s@seed=<unsigned integer>", spec, name)
+			return Config{}, nil, Source{}, &LoadError{Kind: BadSpec, File: "random:" + spec, Reason: fmt.Sprintf("want random:%s@seed=<unsigned integer>", name)}
 		}
 		seed = n
 	}

@@ -2,11 +2,11 @@ package gpt2
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/safetensors"
@@ -64,33 +64,34 @@ func TestLoadRefusesNonFiniteWeights(t *testing.T) {
 		}
 	}
 	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
 	for _, c := range []struct {
-		name  string
-		write func(t *testing.T) string
-		want  string
+		name    string
+		write   func(t *testing.T) string
+		tensor  string
+		element int
+		value   float32
 	}{
 		{"hf F32 NaN in a Conv1D weight (file order)", hf("transformer.h.1.mlp.c_fc.weight", "F32", 5, math.Float32bits(nan)),
-			`tensor "transformer.h.1.mlp.c_fc.weight" holds NaN at element 5`},
-		{"hf F32 -Inf in a bias", hf("transformer.ln_f.bias", "F32", 2, math.Float32bits(float32(math.Inf(-1)))),
-			`tensor "transformer.ln_f.bias" holds -Inf at element 2`},
-		{"hf BF16 +Inf in wte", hf("transformer.wte.weight", "BF16", 0, 0x7f80),
-			`tensor "transformer.wte.weight" holds +Inf at element 0`},
-		{"hf F16 NaN", hf("transformer.h.0.attn.c_attn.bias", "F16", 1, 0x7e00),
-			`tensor "transformer.h.0.attn.c_attn.bias" holds NaN at element 1`},
-		{"llm.c +Inf", llmc("h.0.attn.c_proj.weight", 3, float32(math.Inf(1))),
-			`tensor "h.0.attn.c_proj.weight" holds +Inf at element 3`},
-		{"llm.c NaN in wpe", llmc("wpe.weight", 0, nan), `tensor "wpe.weight" holds NaN at element 0`},
+			"transformer.h.1.mlp.c_fc.weight", 5, nan},
+		{"hf F32 -Inf in a bias", hf("transformer.ln_f.bias", "F32", 2, math.Float32bits(-inf)), "transformer.ln_f.bias", 2, -inf},
+		{"hf BF16 +Inf in wte", hf("transformer.wte.weight", "BF16", 0, 0x7f80), "transformer.wte.weight", 0, inf},
+		{"hf F16 NaN", hf("transformer.h.0.attn.c_attn.bias", "F16", 1, 0x7e00), "transformer.h.0.attn.c_attn.bias", 1, nan},
+		{"llm.c +Inf", llmc("h.0.attn.c_proj.weight", 3, inf), "h.0.attn.c_proj.weight", 3, inf},
+		{"llm.c NaN in wpe", llmc("wpe.weight", 0, nan), "wpe.weight", 0, nan},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := c.write(t)
 			_, _, _, err := Load(path)
-			if err == nil {
-				t.Fatal("non-finite weights loaded")
+			var le *LoadError
+			var nf *NonFiniteError
+			if !errors.As(err, &le) || le.Kind != NonFinite || le.Tensor != c.tensor ||
+				(le.File != path && le.File != filepath.Join(path, "model.safetensors")) || !errors.As(err, &nf) {
+				t.Fatalf("error %v, want a *LoadError of kind NonFinite naming %s and %s", err, path, c.tensor)
 			}
-			for _, w := range []string{c.want, "non-finite weights are refused", path} {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
+			sameValue := nf.Value == c.value || nf.Value != nf.Value && c.value != c.value // NaN is NaN
+			if nf.Tensor != c.tensor || nf.Element != c.element || !sameValue {
+				t.Errorf("%+v, want %s[%d] = %v", *nf, c.tensor, c.element, c.value)
 			}
 		})
 	}

@@ -1,9 +1,6 @@
 package grpo
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // Scale is how advantages are divided after the group mean is subtracted.
 type Scale string
@@ -55,16 +52,16 @@ const (
 // with the new one (renamed).
 type Config struct {
 	// Advantages.
-	ScaleRewards Scale   `json:"scale_rewards" renamed:"scale"`
+	ScaleRewards Scale   `json:"scale_rewards"`
 	StdEps       float64 `json:"std_eps"`  // added to the std before dividing; > 0
 	StdDDOF      int     `json:"std_ddof"` // 0: population std (divide by G); 1: unbiased (G−1), as torch.std and TRL
 	DropZeroStd  bool    `json:"drop_zero_std"`
 
 	// Policy loss.
-	Epsilon                 float64     `json:"epsilon" renamed:"clip_low,clip"`
-	EpsilonHigh             float64     `json:"epsilon_high" renamed:"clip_high"` // 0: the same as epsilon (TRL's None)
-	ImportanceSamplingLevel Level       `json:"importance_sampling_level" renamed:"ratio_level"`
-	LossType                LossType    `json:"loss_type" renamed:"aggregation"`
+	Epsilon                 float64     `json:"epsilon"`
+	EpsilonHigh             float64     `json:"epsilon_high"` // 0: the same as epsilon (TRL's None)
+	ImportanceSamplingLevel Level       `json:"importance_sampling_level"`
+	LossType                LossType    `json:"loss_type"`
 	Beta                    float64     `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
 	KLEstimator             KLEstimator `json:"kl_estimator"`
 	// KLClamp bounds each token's KL estimate to [−kl_clamp, kl_clamp], with no gradient
@@ -75,7 +72,7 @@ type Config struct {
 	EntropyCoef        float64            `json:"entropy_coef"` // adds −entropy_coef·H to the loss
 	EntropyAggregation EntropyAggregation `json:"entropy_aggregation"`
 	// MaskTruncated leaves completions cut by max_new_tokens out of the loss.
-	MaskTruncated bool `json:"mask_truncated_completions" renamed:"mask_truncated"`
+	MaskTruncated bool `json:"mask_truncated_completions"`
 	// MaskedInDenominator keeps completions left out by drop_zero_std or
 	// mask_truncated_completions in the sequence count of the grpo and dr_grpo losses, as
 	// TRL's completion mask does. False removes them from it too. Token counts (dapo, bnpo)
@@ -83,10 +80,10 @@ type Config struct {
 	MaskedInDenominator bool `json:"masked_in_denominator"`
 
 	// Update.
-	NumIterations int     `json:"num_iterations" renamed:"epochs"` // μ: passes over the batch
-	Minibatches   int     `json:"minibatches"`                     // optimizer updates per pass
-	MicroBatch    int     `json:"micro_batch"`                     // completions per forward/backward (memory only); 0: a whole minibatch
-	MaxGradNorm   float64 `json:"max_grad_norm"`                   // global gradient-norm clip; 0 disables it
+	NumIterations int     `json:"num_iterations"` // μ: passes over the batch
+	Minibatches   int     `json:"minibatches"`    // optimizer updates per pass
+	MicroBatch    int     `json:"micro_batch"`    // completions per forward/backward (memory only); 0: a whole minibatch
+	MaxGradNorm   float64 `json:"max_grad_norm"`  // global gradient-norm clip; 0 disables it
 
 	// AllowGreedy lets a step train on a batch sampled greedily (by default an error: every
 	// completion of a group is the same, and the recorded logprobs are not what was drawn).
@@ -124,7 +121,7 @@ func (c Config) EpsilonHi() float64 {
 	return c.EpsilonHigh
 }
 
-// Validate reports the first unusable value, naming its key.
+// Validate reports the first unusable value: a *ConfigError naming its key.
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -132,22 +129,22 @@ func (c Config) Validate() error {
 	}{{"std_eps", c.StdEps}, {"epsilon", c.Epsilon}, {"epsilon_high", c.EpsilonHigh}, {"beta", c.Beta},
 		{"kl_clamp", c.KLClamp}, {"entropy_coef", c.EntropyCoef}, {"max_grad_norm", c.MaxGradNorm}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Errorf("grpo: %s must be a finite number ≥ 0, got %g", f.name, f.v)
+			return &ConfigError{Key: f.name, Value: f.v, Reason: "a finite number ≥ 0"}
 		}
 	}
 	switch {
 	case c.StdEps == 0:
-		return fmt.Errorf("grpo: std_eps must be > 0, got 0 (it keeps a near-tie group's advantages finite)")
+		return &ConfigError{Key: "std_eps", Value: c.StdEps, Reason: "> 0 (it keeps a near-tie group's advantages finite)"}
 	case c.Epsilon >= 1:
-		return fmt.Errorf("grpo: epsilon must be < 1, got %g", c.Epsilon)
+		return &ConfigError{Key: "epsilon", Value: c.Epsilon, Reason: "< 1"}
 	case c.StdDDOF != 0 && c.StdDDOF != 1:
-		return fmt.Errorf("grpo: std_ddof must be 0 or 1, got %d", c.StdDDOF)
+		return &ConfigError{Key: "std_ddof", Value: c.StdDDOF, Reason: "0 or 1"}
 	case c.NumIterations < 1:
-		return fmt.Errorf("grpo: num_iterations must be ≥ 1, got %d", c.NumIterations)
+		return &ConfigError{Key: "num_iterations", Value: c.NumIterations, Reason: "≥ 1"}
 	case c.Minibatches < 1:
-		return fmt.Errorf("grpo: minibatches must be ≥ 1, got %d", c.Minibatches)
+		return &ConfigError{Key: "minibatches", Value: c.Minibatches, Reason: "≥ 1"}
 	case c.MicroBatch < 0:
-		return fmt.Errorf("grpo: micro_batch must be ≥ 0, got %d", c.MicroBatch)
+		return &ConfigError{Key: "micro_batch", Value: c.MicroBatch, Reason: "≥ 0"}
 	}
 	for _, err := range []error{
 		oneOf("scale_rewards", c.ScaleRewards, ScaleGroup, ScaleBatch, ScaleNone),
@@ -164,17 +161,21 @@ func (c Config) Validate() error {
 		t := TRLConfig()
 		switch {
 		case c.StdDDOF != t.StdDDOF:
-			return fmt.Errorf("grpo: trl_compat = true fixes std_ddof = 1 (TRL divides by torch.std), got %d", c.StdDDOF)
+			return &ConfigError{Key: "std_ddof", Value: c.StdDDOF, Reason: "1 (TRL divides by torch.std)", FixedBy: trlCompat}
 		case c.EntropyAggregation != t.EntropyAggregation:
-			return fmt.Errorf("grpo: trl_compat = true fixes entropy_aggregation = %q, got %q", t.EntropyAggregation, c.EntropyAggregation)
+			return &ConfigError{Key: "entropy_aggregation", Value: string(c.EntropyAggregation), Reason: value(string(t.EntropyAggregation)), FixedBy: trlCompat}
 		case !c.MaskedInDenominator:
-			return fmt.Errorf("grpo: trl_compat = true fixes masked_in_denominator = true (TRL's grpo and dr_grpo losses count masked completions in their sequence counts)")
+			return &ConfigError{Key: "masked_in_denominator", Value: c.MaskedInDenominator, FixedBy: trlCompat,
+				Reason: "true (TRL's grpo and dr_grpo losses count masked completions in their sequence counts)"}
 		case c.KLClamp != 0:
-			return fmt.Errorf("grpo: trl_compat = true fixes kl_clamp = 0 (TRL does not bound the KL estimate), got %g", c.KLClamp)
+			return &ConfigError{Key: "kl_clamp", Value: c.KLClamp, Reason: "0 (TRL does not bound the KL estimate)", FixedBy: trlCompat}
 		}
 	}
 	return nil
 }
+
+// trlCompat is what fixes the settings TRL has no choice in.
+const trlCompat = "trl_compat = true"
 
 func oneOf[T ~string](key string, v T, allowed ...T) error {
 	for _, a := range allowed {
@@ -182,5 +183,9 @@ func oneOf[T ~string](key string, v T, allowed ...T) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("grpo: %s %q is not one of %q", key, string(v), allowed)
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return &ConfigError{Key: key, Value: string(v), Choices: names}
 }

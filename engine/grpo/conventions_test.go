@@ -2,6 +2,7 @@ package grpo
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -16,36 +17,52 @@ func TestConfigValidate(t *testing.T) {
 			t.Fatalf("%+v: %v", c, err)
 		}
 	}
+	nan := math.NaN()
 	for _, c := range []struct {
-		name string
-		edit func(*Config)
-		want string
+		name  string
+		edit  func(*Config)
+		key   string
+		value any  // NaN: any NaN
+		trl   bool // refused because trl_compat = true fixes it
 	}{
-		{"std_eps 0", func(c *Config) { c.StdEps = 0 }, "std_eps must be > 0"},
-		{"std_eps < 0", func(c *Config) { c.StdEps = -1e-4 }, "std_eps must be a finite number ≥ 0"},
-		{"std_eps NaN", func(c *Config) { c.StdEps = math.NaN() }, "std_eps"},
-		{"beta NaN", func(c *Config) { c.Beta = math.NaN() }, "beta must be a finite number ≥ 0, got NaN"},
-		{"beta Inf", func(c *Config) { c.Beta = math.Inf(1) }, "beta must be a finite"},
-		{"epsilon 1", func(c *Config) { c.Epsilon = 1 }, "epsilon must be < 1"},
-		{"std_ddof 2", func(c *Config) { c.StdDDOF = 2 }, "std_ddof must be 0 or 1"},
-		{"loss_type", func(c *Config) { c.LossType = "mean" }, `loss_type "mean" is not one of ["grpo" "bnpo" "dapo" "dr_grpo"]`},
-		{"scale_rewards", func(c *Config) { c.ScaleRewards = "prompt" }, `scale_rewards "prompt"`},
-		{"importance_sampling_level", func(c *Config) { c.ImportanceSamplingLevel = "seq" }, `importance_sampling_level "seq"`},
-		{"kl_estimator", func(c *Config) { c.KLEstimator = "k4" }, `kl_estimator "k4"`},
-		{"entropy_aggregation", func(c *Config) { c.EntropyAggregation = "sum" }, `entropy_aggregation "sum"`},
-		{"num_iterations", func(c *Config) { c.NumIterations = 0 }, "num_iterations must be ≥ 1"},
-		{"minibatches", func(c *Config) { c.Minibatches = 0 }, "minibatches must be ≥ 1"},
-		{"trl_compat with ddof 0", func(c *Config) { *c = TRLConfig(); c.StdDDOF = 0 }, "trl_compat = true fixes std_ddof = 1"},
-		{"trl_compat with entropy as loss", func(c *Config) { *c = TRLConfig(); c.EntropyAggregation = EntropyAsLoss }, "fixes entropy_aggregation"},
-		{"trl_compat without masked_in_denominator", func(c *Config) { *c = TRLConfig(); c.MaskedInDenominator = false }, "fixes masked_in_denominator"},
-		{"trl_compat with kl_clamp", func(c *Config) { *c = TRLConfig(); c.KLClamp = 10 }, "trl_compat = true fixes kl_clamp = 0"},
-		{"kl_clamp < 0", func(c *Config) { c.KLClamp = -1 }, "kl_clamp must be a finite number ≥ 0, got -1"},
+		{"std_eps 0", func(c *Config) { c.StdEps = 0 }, "std_eps", 0.0, false},
+		{"std_eps < 0", func(c *Config) { c.StdEps = -1e-4 }, "std_eps", -1e-4, false},
+		{"std_eps NaN", func(c *Config) { c.StdEps = math.NaN() }, "std_eps", nan, false},
+		{"beta NaN", func(c *Config) { c.Beta = math.NaN() }, "beta", nan, false},
+		{"beta Inf", func(c *Config) { c.Beta = math.Inf(1) }, "beta", math.Inf(1), false},
+		{"epsilon 1", func(c *Config) { c.Epsilon = 1 }, "epsilon", 1.0, false},
+		{"std_ddof 2", func(c *Config) { c.StdDDOF = 2 }, "std_ddof", 2, false},
+		{"loss_type", func(c *Config) { c.LossType = "mean" }, "loss_type", "mean", false},
+		{"scale_rewards", func(c *Config) { c.ScaleRewards = "prompt" }, "scale_rewards", "prompt", false},
+		{"importance_sampling_level", func(c *Config) { c.ImportanceSamplingLevel = "seq" }, "importance_sampling_level", "seq", false},
+		{"kl_estimator", func(c *Config) { c.KLEstimator = "k4" }, "kl_estimator", "k4", false},
+		{"entropy_aggregation", func(c *Config) { c.EntropyAggregation = "sum" }, "entropy_aggregation", "sum", false},
+		{"num_iterations", func(c *Config) { c.NumIterations = 0 }, "num_iterations", 0, false},
+		{"minibatches", func(c *Config) { c.Minibatches = 0 }, "minibatches", 0, false},
+		{"trl_compat with ddof 0", func(c *Config) { *c = TRLConfig(); c.StdDDOF = 0 }, "std_ddof", 0, true},
+		{"trl_compat with entropy as loss", func(c *Config) { *c = TRLConfig(); c.EntropyAggregation = EntropyAsLoss }, "entropy_aggregation", string(EntropyAsLoss), true},
+		{"trl_compat without masked_in_denominator", func(c *Config) { *c = TRLConfig(); c.MaskedInDenominator = false }, "masked_in_denominator", false, true},
+		{"trl_compat with kl_clamp", func(c *Config) { *c = TRLConfig(); c.KLClamp = 10 }, "kl_clamp", 10.0, true},
+		{"kl_clamp < 0", func(c *Config) { c.KLClamp = -1 }, "kl_clamp", -1.0, false},
 	} {
 		cfg := DefaultConfig()
 		c.edit(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		err := cfg.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: error %v, want a *ConfigError", c.name, err)
+			continue
 		}
+		isNaN := func(v any) bool { f, ok := v.(float64); return ok && math.IsNaN(f) }
+		if ce.Key != c.key || (ce.Value != c.value && !(isNaN(c.value) && isNaN(ce.Value))) || (ce.FixedBy != "") != c.trl {
+			t.Errorf("%s: %+v, want key %s, value %v, fixed by trl_compat %v", c.name, *ce, c.key, c.value, c.trl)
+		}
+	}
+	// The names a name must be one of are the error's, for a recipe to offer.
+	cfg := DefaultConfig()
+	cfg.LossType = "mean"
+	if ce := (*ConfigError)(nil); !errors.As(cfg.Validate(), &ce) || !slices.Equal(ce.Choices, []string{"grpo", "bnpo", "dapo", "dr_grpo"}) {
+		t.Errorf("loss_type choices: %v", cfg.Validate())
 	}
 }
 
@@ -264,8 +281,9 @@ func TestSamplingShapingRecorded(t *testing.T) {
 	step(t, plain, pb, DefaultConfig())
 
 	gr, gb := setupSampled(t, 15, rollout.Config{Group: 4, MaxNewTokens: 10, Temperature: 1, Shaping: rollout.Shaping{Greedy: true}})
-	if _, err := gr.Step(context.Background(), gb, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "allow_greedy") {
-		t.Fatalf("a greedy batch: error %v, want a refusal naming allow_greedy", err)
+	var be *BatchError
+	if _, err := gr.Step(context.Background(), gb, DefaultConfig()); !errors.As(err, &be) || be.Setting != "allow_greedy" {
+		t.Fatalf("a greedy batch: error %v, want a *BatchError naming allow_greedy", err)
 	}
 	cfg := DefaultConfig()
 	cfg.AllowGreedy = true
@@ -297,8 +315,9 @@ func TestSequenceLevelWarning(t *testing.T) {
 
 func TestGroupOfOneRefused(t *testing.T) {
 	tr, b := setupSampled(t, 17, rollout.Config{Group: 1, MaxNewTokens: 6, Temperature: 1})
-	if _, err := tr.Step(context.Background(), b, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "groups of 1") {
-		t.Fatalf("group 1: error %v", err)
+	var ge *GroupError
+	if _, err := tr.Step(context.Background(), b, DefaultConfig()); !errors.As(err, &ge) || ge.Group != 1 {
+		t.Fatalf("group 1: error %v, want a *GroupError", err)
 	}
 }
 

@@ -2,7 +2,7 @@ package grpo
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
@@ -22,8 +22,9 @@ func TestStepRefusesAnotherReference(t *testing.T) {
 	refused := func(what string, want bool) {
 		t.Helper()
 		_, err := tr.Step(context.Background(), b, cfg)
+		var re *ReferenceError
 		switch {
-		case want && (err == nil || !strings.Contains(err.Error(), "content hash "+otherHash+", the recorded reference's is "+recorded)):
+		case want && (!errors.As(err, &re) || *re != (ReferenceError{Hash: otherHash, Recorded: recorded})):
 			t.Fatalf("%s: %v, want the refusal naming both hashes", what, err)
 		case !want && err != nil:
 			t.Fatalf("%s: %v", what, err)

@@ -165,10 +165,10 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 // MinGroup is the fewest completions per prompt GRPO compares.
 const MinGroup = 2
 
-// CheckGroup refuses groups of fewer than MinGroup completions.
+// CheckGroup refuses groups of fewer than MinGroup completions with a *GroupError.
 func CheckGroup(g int) error {
 	if g < MinGroup {
-		return fmt.Errorf("grpo: groups of %d completions: GRPO needs at least %d per prompt to compare", g, MinGroup)
+		return &GroupError{Group: g}
 	}
 	return nil
 }
@@ -190,13 +190,14 @@ func (tr *Trainer) check(b *rollout.Batch, cfg Config) error {
 	case n == 0:
 		return nil
 	case len(b.Rewards) != n:
-		return fmt.Errorf("grpo: the batch has %d completions but %d rewards (score it before the step)", n, len(b.Rewards))
+		return &BatchError{Reason: fmt.Sprintf("the batch has %d completions but %d rewards (score it before the step)", n, len(b.Rewards))}
 	case b.Group < MinGroup:
 		return CheckGroup(b.Group)
 	case n%b.Group != 0:
-		return fmt.Errorf("grpo: %d completions do not form groups of %d", n, b.Group)
+		return &BatchError{Reason: fmt.Sprintf("%d completions do not form groups of %d", n, b.Group)}
 	case b.Shaping.Greedy && !cfg.AllowGreedy:
-		return errors.New("grpo: the batch was sampled greedily: its groups have no variety and its logprobs are not those of what was drawn; set allow_greedy = true to train on it anyway")
+		return &BatchError{Setting: "allow_greedy",
+			Reason: "the batch was sampled greedily: its groups have no variety and its logprobs are not those of what was drawn; set allow_greedy = true to train on it anyway"}
 	}
 	return nil
 }
@@ -218,7 +219,7 @@ func (tr *Trainer) checkReference() error {
 		tr.refSeen = refHashed{m: tr.Ref, gen: tr.Ref.ParamGeneration(), hash: gpt2.ParamsHash(tr.Ref.Config, tr.Ref.ParamsHost())}
 	}
 	if h := tr.refSeen.hash; h != tr.RefHash {
-		return fmt.Errorf("grpo: the reference's weights have content hash %s, the recorded reference's is %s: they changed without a recorded sync (DESIGN §6.6)", h, tr.RefHash)
+		return &ReferenceError{Hash: h, Recorded: tr.RefHash}
 	}
 	return nil
 }
@@ -593,7 +594,7 @@ func (tr *Trainer) sumGrads() error {
 	m.EnsureGrads()
 	if rs, ok := m.B.(backend.RankSummer); ok && rs.JoinedRanks() > 0 {
 		if n := rs.JoinedRanks(); n != world.Size() {
-			return fmt.Errorf("grpo: the policy's device has joined %d ranks, the run has %d", n, world.Size())
+			return &RanksError{Joined: n, Ranks: world.Size()}
 		}
 		return rs.SumRanks(m.Grads)
 	}

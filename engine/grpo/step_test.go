@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
@@ -111,9 +110,6 @@ func TestOffPolicyStopsTheStep(t *testing.T) {
 	var off *OffPolicyError
 	if !errors.As(err, &off) || off.Completion != 5 || off.Token != 2 || off.Update != 1 || off.Prompt != c.Prompt {
 		t.Fatalf("a recorded logprob one ulp off: %v, want an OffPolicyError at completion 5 token 2 before update 1", err)
-	}
-	if !strings.Contains(err.Error(), "completion 5 (prompt ") || !strings.Contains(err.Error(), "token 2") {
-		t.Errorf("the error does not name the completion and token: %v", err)
 	}
 	if !slices.Equal(before, tr.Policy.ParamsHost()) || tr.Opt.Steps != 0 {
 		t.Fatal("the weights moved before the invariant was checked")

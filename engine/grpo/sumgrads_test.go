@@ -1,7 +1,7 @@
 package grpo
 
 import (
-	"strings"
+	"errors"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -62,7 +62,8 @@ func TestSumGradsOnTheDevice(t *testing.T) {
 	}
 
 	dev.joined = 3
-	if err := tr.sumGrads(); err == nil || !strings.Contains(err.Error(), "joined 3 ranks, the run has 2") {
+	var re *RanksError
+	if err := tr.sumGrads(); !errors.As(err, &re) || *re != (RanksError{Joined: 3, Ranks: 2}) {
 		t.Fatalf("a device joined to 3 ranks in a run of 2: %v", err)
 	}
 }

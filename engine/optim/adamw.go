@@ -25,19 +25,19 @@ func DefaultAdamW() AdamWConfig {
 	return AdamWConfig{LR: 1e-5, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0}
 }
 
-// Validate reports an unusable configuration, naming the field.
+// Validate reports an unusable configuration: a *ConfigError naming the field.
 func (c AdamWConfig) Validate() error {
 	switch {
 	case !(c.LR >= 0) || math.IsInf(c.LR, 0):
-		return fmt.Errorf("adamw: lr must be a finite number ≥ 0, got %g", c.LR)
+		return fmt.Errorf("adamw: %w", &ConfigError{Key: "lr", Value: c.LR, Reason: "a finite number ≥ 0"})
 	case !(c.Beta1 >= 0 && c.Beta1 < 1):
-		return fmt.Errorf("adamw: beta1 must be in [0, 1), got %g", c.Beta1)
+		return fmt.Errorf("adamw: %w", &ConfigError{Key: "beta1", Value: c.Beta1, Reason: "in [0, 1)"})
 	case !(c.Beta2 >= 0 && c.Beta2 < 1):
-		return fmt.Errorf("adamw: beta2 must be in [0, 1), got %g", c.Beta2)
+		return fmt.Errorf("adamw: %w", &ConfigError{Key: "beta2", Value: c.Beta2, Reason: "in [0, 1)"})
 	case !(c.Eps > 0):
-		return fmt.Errorf("adamw: eps must be positive, got %g", c.Eps)
+		return fmt.Errorf("adamw: %w", &ConfigError{Key: "eps", Value: c.Eps, Reason: "positive"})
 	case !(c.WeightDecay >= 0):
-		return fmt.Errorf("adamw: weight_decay must be ≥ 0, got %g", c.WeightDecay)
+		return fmt.Errorf("adamw: %w", &ConfigError{Key: "weight_decay", Value: c.WeightDecay, Reason: "≥ 0"})
 	}
 	return nil
 }
@@ -86,7 +86,8 @@ func (o *AdamW) SetSchedule(s Schedule) error {
 		return fmt.Errorf("adamw: %w", err)
 	}
 	if s.Kind == ScheduleCosine && s.Total == 0 {
-		return fmt.Errorf("adamw: a cosine schedule needs total_updates, the update at which it reaches its floor")
+		return fmt.Errorf("adamw: a cosine schedule needs total_updates, the update at which it reaches its floor (%w)",
+			&ConfigError{Key: "total_updates", Value: s.Total, Reason: "> 0"})
 	}
 	o.Schedule = s
 	return nil
@@ -100,7 +101,7 @@ func (o *AdamW) LR() float64 { return o.Config.LR * o.Schedule.Factor(o.Steps+1)
 func (o *AdamW) ScaleLR(f float64) error {
 	lr := o.Config.LR * f
 	if !(f > 0) || math.IsInf(lr, 0) {
-		return fmt.Errorf("adamw: the learning-rate factor must be a finite number > 0, got %g", f)
+		return fmt.Errorf("adamw: %w", &ConfigError{Key: "the learning-rate factor", Value: f, Reason: "a finite number > 0"})
 	}
 	o.Config.LR = lr
 	return nil

@@ -1,7 +1,6 @@
 package optim
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -20,28 +19,28 @@ const (
 // checkpoint restores, so a resumed run continues the schedule where it was.
 type Schedule struct {
 	Kind     ScheduleKind `json:"lr_schedule"`
-	Warmup   int          `json:"lr_warmup"`                     // updates of linear warm-up (0: none)
-	Total    int          `json:"total_updates"`                 // cosine: the update at which the rate reaches its floor (0: not known yet)
-	MinRatio float64      `json:"lr_min_ratio" renamed:"lr_min"` // cosine: the floor as a fraction of lr
+	Warmup   int          `json:"lr_warmup"`     // updates of linear warm-up (0: none)
+	Total    int          `json:"total_updates"` // cosine: the update at which the rate reaches its floor (0: not known yet)
+	MinRatio float64      `json:"lr_min_ratio"`  // cosine: the floor as a fraction of lr
 }
 
 // ConstantSchedule is lr at every update.
 func ConstantSchedule() Schedule { return Schedule{Kind: ScheduleConstant} }
 
-// Validate reports an unknown kind or a number out of range, naming the key. A cosine
-// schedule's total_updates may be 0 while a recipe does not know its length yet; the
+// Validate reports an unknown kind or a number out of range: a *ConfigError naming the key.
+// A cosine schedule's total_updates may be 0 while a recipe does not know its length yet; the
 // optimizer takes it only once it is set (SetSchedule). A warm-up as long as the schedule or
 // longer never reaches lr, as torch's cosine schedule with warm-up does.
 func (s Schedule) Validate() error {
 	switch {
 	case s.Kind != ScheduleConstant && s.Kind != ScheduleCosine:
-		return fmt.Errorf("lr_schedule %q is not one of %q", string(s.Kind), []ScheduleKind{ScheduleConstant, ScheduleCosine})
+		return &ConfigError{Key: "lr_schedule", Value: string(s.Kind), Choices: []string{string(ScheduleConstant), string(ScheduleCosine)}}
 	case s.Warmup < 0:
-		return fmt.Errorf("lr_warmup must be ≥ 0, got %d", s.Warmup)
+		return &ConfigError{Key: "lr_warmup", Value: s.Warmup, Reason: "≥ 0"}
 	case !(s.MinRatio >= 0 && s.MinRatio <= 1):
-		return fmt.Errorf("lr_min_ratio must be in [0, 1], got %g", s.MinRatio)
+		return &ConfigError{Key: "lr_min_ratio", Value: s.MinRatio, Reason: "in [0, 1]"}
 	case s.Total < 0:
-		return fmt.Errorf("total_updates must be ≥ 0, got %d", s.Total)
+		return &ConfigError{Key: "total_updates", Value: s.Total, Reason: "≥ 0"}
 	}
 	return nil
 }

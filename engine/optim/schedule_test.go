@@ -2,6 +2,7 @@ package optim
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -39,18 +40,21 @@ func TestScheduleFactor(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		s    Schedule
-		want string
+		s     Schedule
+		key   string
+		value any // nil: NaN
 	}{
-		{Schedule{Kind: "cosinee"}, `lr_schedule "cosinee"`},
-		{Schedule{Kind: "linear"}, `lr_schedule "linear"`},
-		{Schedule{Kind: ScheduleCosine, Warmup: 10, Total: -1}, "total_updates must be ≥ 0"},
-		{Schedule{Kind: ScheduleConstant, Warmup: -1}, "lr_warmup must be ≥ 0"},
-		{Schedule{Kind: ScheduleCosine, Total: 5, MinRatio: 1.5}, "lr_min_ratio"},
-		{Schedule{Kind: ScheduleCosine, Total: 5, MinRatio: math.NaN()}, "lr_min_ratio"},
+		{Schedule{Kind: "cosinee"}, "lr_schedule", "cosinee"},
+		{Schedule{Kind: "linear"}, "lr_schedule", "linear"},
+		{Schedule{Kind: ScheduleCosine, Warmup: 10, Total: -1}, "total_updates", -1},
+		{Schedule{Kind: ScheduleConstant, Warmup: -1}, "lr_warmup", -1},
+		{Schedule{Kind: ScheduleCosine, Total: 5, MinRatio: 1.5}, "lr_min_ratio", 1.5},
+		{Schedule{Kind: ScheduleCosine, Total: 5, MinRatio: math.NaN()}, "lr_min_ratio", nil},
 	} {
-		if err := c.s.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: error %v, want one naming %s", c.s, err, c.want)
+		err := c.s.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != c.key || (c.value != nil && ce.Value != c.value) {
+			t.Errorf("%+v: error %v, want a *ConfigError for %s = %v", c.s, err, c.key, c.value)
 		}
 	}
 }
@@ -73,7 +77,8 @@ func TestOptimizerOwnsTheLearningRate(t *testing.T) {
 	if err := oa.SetSchedule(sched); err != nil {
 		t.Fatal(err)
 	}
-	if err := oa.SetSchedule(Schedule{Kind: "cosinee"}); err == nil || !strings.Contains(err.Error(), "lr_schedule") {
+	var ce *ConfigError
+	if err := oa.SetSchedule(Schedule{Kind: "cosinee"}); !errors.As(err, &ce) || ce.Key != "lr_schedule" {
 		t.Fatalf("SetSchedule accepted an unknown kind: %v", err)
 	}
 	// A recipe may leave a cosine schedule's length to be known later; the optimizer needs it.
@@ -81,7 +86,7 @@ func TestOptimizerOwnsTheLearningRate(t *testing.T) {
 	if err := unset.Validate(); err != nil {
 		t.Fatalf("a cosine schedule without total_updates yet: %v", err)
 	}
-	if err := oa.SetSchedule(unset); err == nil || !strings.Contains(err.Error(), "total_updates") {
+	if err := oa.SetSchedule(unset); !errors.As(err, &ce) || ce.Key != "total_updates" || ce.Value != 0 {
 		t.Fatalf("SetSchedule took a cosine schedule without total_updates: %v", err)
 	}
 	r := rand.New(rand.NewPCG(2, 3))

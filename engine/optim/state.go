@@ -1,7 +1,5 @@
 package optim
 
-import "fmt"
-
 // Export copies the moments to the host, in Layout order, so a checkpoint can store them.
 func (o *AdamW) Export() (m, v []float32) {
 	n := o.model.Layout.Total
@@ -17,11 +15,11 @@ func (o *AdamW) Restore(m, v []float32, steps int) error {
 	n := o.model.Layout.Total
 	switch {
 	case len(m) != n:
-		return fmt.Errorf("adamw: restoring %d first-moment values, the model has %d parameters", len(m), n)
+		return &RestoreError{What: "first-moment", Got: len(m), Want: n}
 	case len(v) != n:
-		return fmt.Errorf("adamw: restoring %d second-moment values, the model has %d parameters", len(v), n)
+		return &RestoreError{What: "second-moment", Got: len(v), Want: n}
 	case steps < 0:
-		return fmt.Errorf("adamw: restoring a negative step count %d", steps)
+		return &RestoreError{What: "steps", Got: steps}
 	}
 	o.model.B.Upload(o.M, m)
 	o.model.B.Upload(o.V, v)

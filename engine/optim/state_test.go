@@ -1,10 +1,10 @@
 package optim
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rookscript/rookscript/engine/backend/cpu"
@@ -103,15 +103,16 @@ func TestAdamWRestoreChecksSizes(t *testing.T) {
 	for _, c := range []struct {
 		m, v  int
 		steps int
-		want  string
+		want  RestoreError
 	}{
-		{n - 1, n, 0, "first-moment"},
-		{n, n + 1, 0, "second-moment"},
-		{n, n, -1, "negative step"},
+		{n - 1, n, 0, RestoreError{What: "first-moment", Got: n - 1, Want: n}},
+		{n, n + 1, 0, RestoreError{What: "second-moment", Got: n + 1, Want: n}},
+		{n, n, -1, RestoreError{What: "steps", Got: -1}},
 	} {
 		err := o.Restore(make([]float32, c.m), make([]float32, c.v), c.steps)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Restore(%d, %d, %d) = %v, want an error about %s", c.m, c.v, c.steps, err, c.want)
+		var re *RestoreError
+		if !errors.As(err, &re) || *re != c.want {
+			t.Errorf("Restore(%d, %d, %d) = %v, want %+v", c.m, c.v, c.steps, err, c.want)
 		}
 	}
 	if o.Steps != 0 {

@@ -30,43 +30,44 @@ type headerEntry struct {
 	Offsets []uint64 `json:"data_offsets"`
 }
 
-// Parse validates b as a safetensors file; path only names it in errors. It checks
+// Parse validates b as a safetensors file; path only names it in errors, which are
+// *FormatError. It checks
 // the header length against the file, that the header is one JSON object without duplicate
 // keys, every dtype is known, every byte count matches shape×dtype, and that the tensors tile
 // the data section exactly (in range, no overlap, no gap).
 func Parse(path string, b []byte) (*File, error) {
-	hdr, data, err := split(b)
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+	hdr, data, fe := split(b)
+	if fe == nil {
+		var f *File
+		var spans []span
+		if f, spans, fe = parseHeader(path, hdr, data); fe == nil {
+			if fe = checkTiling(spans, uint64(len(data))); fe == nil {
+				return f, nil
+			}
+		}
 	}
-	f, spans, err := parseHeader(path, hdr, data)
-	if err == nil {
-		err = checkTiling(spans, uint64(len(data)))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	return f, nil
+	fe.File = path
+	return nil, fe
 }
 
 // split checks the 8-byte header length and returns the JSON header and the data section.
-func split(b []byte) (hdr, data []byte, err error) {
+func split(b []byte) (hdr, data []byte, err *FormatError) {
 	if len(b) < 8 {
-		return nil, nil, fmt.Errorf("file is %d bytes, shorter than the 8-byte header length", len(b))
+		return nil, nil, bad("", "file is %d bytes, shorter than the 8-byte header length", len(b))
 	}
 	n := binary.LittleEndian.Uint64(b)
 	if n > uint64(len(b)-8) {
-		return nil, nil, fmt.Errorf("header length %d exceeds the %d bytes after it (truncated or not safetensors)", n, len(b)-8)
+		return nil, nil, bad("", "header length %d exceeds the %d bytes after it (truncated or not safetensors)", n, len(b)-8)
 	}
 	if n > maxHeader {
-		return nil, nil, fmt.Errorf("header length %d exceeds the %d-byte limit", n, maxHeader)
+		return nil, nil, bad("", "header length %d exceeds the %d-byte limit", n, maxHeader)
 	}
 	hdr, data = b[8:8+n], b[8+n:]
 	if len(hdr) == 0 || hdr[0] != '{' {
-		return nil, nil, errors.New("header does not start with a JSON object")
+		return nil, nil, bad("", "header does not start with a JSON object")
 	}
 	if !utf8.Valid(hdr) {
-		return nil, nil, errors.New("header is not valid UTF-8")
+		return nil, nil, bad("", "header is not valid UTF-8")
 	}
 	return hdr, data, nil
 }
@@ -79,11 +80,11 @@ type span struct {
 
 // parseHeader reads the header's JSON object key by key (so a duplicate key is seen) into a
 // File whose tensors alias data.
-func parseHeader(path string, hdr, data []byte) (*File, []span, error) {
+func parseHeader(path string, hdr, data []byte) (*File, []span, *FormatError) {
 	dec := json.NewDecoder(bytes.NewReader(hdr))
 	dec.UseNumber()
 	if _, err := dec.Token(); err != nil {
-		return nil, nil, fmt.Errorf("corrupt header: %v", err)
+		return nil, nil, bad("", "corrupt header: %v", err)
 	}
 	f := &File{Path: path, Tensors: map[string]Tensor{}}
 	var spans []span
@@ -91,39 +92,39 @@ func parseHeader(path string, hdr, data []byte) (*File, []span, error) {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, nil, fmt.Errorf("corrupt header: %v", err)
+			return nil, nil, bad("", "corrupt header: %v", err)
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, nil, fmt.Errorf("corrupt header: key %v is not a string", tok)
+			return nil, nil, bad("", "corrupt header: key %v is not a string", tok)
 		}
 		if seen[key] {
-			return nil, nil, fmt.Errorf("header names %q twice", key)
+			return nil, nil, bad(key, "named twice in the header")
 		}
 		seen[key] = true
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, fmt.Errorf("corrupt header at %q: %v", key, err)
+			return nil, nil, bad(key, "corrupt header: %v", err)
 		}
 		if key == "__metadata__" {
 			if err := json.Unmarshal(raw, &f.Metadata); err != nil {
-				return nil, nil, fmt.Errorf("__metadata__ must map strings to strings: %v", err)
+				return nil, nil, bad("", "__metadata__ must map strings to strings: %v", err)
 			}
 			continue
 		}
 		t, sp, err := parseEntry(key, raw, data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tensor %q: %w", key, err)
+			return nil, nil, bad(key, "%v", err)
 		}
 		t.file = path
 		f.Tensors[key] = t
 		spans = append(spans, sp)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, nil, fmt.Errorf("corrupt header: %v", err)
+		return nil, nil, bad("", "corrupt header: %v", err)
 	}
 	if rest := hdr[dec.InputOffset():]; len(bytes.Trim(rest, " \t\r\n")) != 0 {
-		return nil, nil, fmt.Errorf("corrupt header: %d unexpected bytes after the JSON object", len(rest))
+		return nil, nil, bad("", "corrupt header: %d unexpected bytes after the JSON object", len(rest))
 	}
 	return f, spans, nil
 }
@@ -173,7 +174,7 @@ func parseEntry(key string, raw json.RawMessage, data []byte) (Tensor, span, err
 }
 
 // checkTiling reports a gap, an overlap or trailing bytes among the tensors' byte ranges.
-func checkTiling(spans []span, size uint64) error {
+func checkTiling(spans []span, size uint64) *FormatError {
 	sort.Slice(spans, func(i, j int) bool {
 		if spans[i].begin != spans[j].begin {
 			return spans[i].begin < spans[j].begin
@@ -185,16 +186,21 @@ func checkTiling(spans []span, size uint64) error {
 	for _, s := range spans {
 		switch {
 		case s.begin > pos:
-			return fmt.Errorf("data bytes [%d, %d) belong to no tensor (gap before %q)", pos, s.begin, s.name)
+			return bad(s.name, "data bytes [%d, %d) before it belong to no tensor", pos, s.begin)
 		case s.begin < pos:
-			return fmt.Errorf("tensor %q overlaps tensor %q", s.name, prev)
+			return bad(s.name, "overlaps tensor %q", prev)
 		}
 		pos, prev = s.end, s.name
 	}
 	if pos != size {
-		return fmt.Errorf("data bytes [%d, %d) belong to no tensor (trailing bytes)", pos, size)
+		return bad("", "data bytes [%d, %d) belong to no tensor (trailing bytes)", pos, size)
 	}
 	return nil
+}
+
+// bad is a *FormatError of the file Parse fills in.
+func bad(tensor, format string, a ...any) *FormatError {
+	return &FormatError{Tensor: tensor, Reason: fmt.Sprintf(format, a...)}
 }
 
 // byteCount formats shape×size for an error message without overflowing.

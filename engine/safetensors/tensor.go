@@ -50,11 +50,9 @@ func (t Tensor) NumElements() int {
 	return n
 }
 
-func (t Tensor) where() string {
-	if t.file == "" {
-		return fmt.Sprintf("tensor %q", t.Name)
-	}
-	return fmt.Sprintf("%s: tensor %q", t.file, t.Name)
+// bad is a *FormatError naming t.
+func (t Tensor) bad(format string, a ...any) error {
+	return &FormatError{File: t.file, Tensor: t.Name, Reason: fmt.Sprintf(format, a...)}
 }
 
 // Float32s converts an F32, F16 or BF16 tensor to float32. The half-precision conversions are
@@ -70,14 +68,14 @@ func (t Tensor) DecodeFloat32(dst []float32) error {
 	switch t.DType {
 	case "F32":
 		if len(t.Data) != 4*n {
-			return fmt.Errorf("safetensors: %s: %d bytes for %d F32 values", t.where(), len(t.Data), n)
+			return t.bad("%d bytes for %d F32 values", len(t.Data), n)
 		}
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
 		}
 	case "F16", "BF16":
 		if len(t.Data) != 2*n {
-			return fmt.Errorf("safetensors: %s: %d bytes for %d %s values", t.where(), len(t.Data), n, t.DType)
+			return t.bad("%d bytes for %d %s values", len(t.Data), n, t.DType)
 		}
 		conv := F16ToF32
 		if t.DType == "BF16" {
@@ -87,7 +85,7 @@ func (t Tensor) DecodeFloat32(dst []float32) error {
 			dst[i] = conv(binary.LittleEndian.Uint16(t.Data[2*i:]))
 		}
 	default:
-		return fmt.Errorf("safetensors: %s has dtype %s; want F32, F16 or BF16", t.where(), t.DType)
+		return &DTypeError{File: t.file, Tensor: t.Name, DType: t.DType, Want: []string{"F32", "F16", "BF16"}}
 	}
 	return nil
 }
@@ -99,24 +97,24 @@ func (t Tensor) Ints() ([]int, error) {
 	switch t.DType {
 	case "I32":
 		if len(t.Data) != 4*n {
-			return nil, fmt.Errorf("safetensors: %s: %d bytes for %d I32 values", t.where(), len(t.Data), n)
+			return nil, t.bad("%d bytes for %d I32 values", len(t.Data), n)
 		}
 		for i := range out {
 			out[i] = int(int32(binary.LittleEndian.Uint32(t.Data[4*i:])))
 		}
 	case "I64":
 		if len(t.Data) != 8*n {
-			return nil, fmt.Errorf("safetensors: %s: %d bytes for %d I64 values", t.where(), len(t.Data), n)
+			return nil, t.bad("%d bytes for %d I64 values", len(t.Data), n)
 		}
 		for i := range out {
 			v := int64(binary.LittleEndian.Uint64(t.Data[8*i:]))
 			if int64(int(v)) != v {
-				return nil, fmt.Errorf("safetensors: %s: value %d overflows int", t.where(), v)
+				return nil, t.bad("value %d overflows int", v)
 			}
 			out[i] = int(v)
 		}
 	default:
-		return nil, fmt.Errorf("safetensors: %s has dtype %s; want I32 or I64", t.where(), t.DType)
+		return nil, &DTypeError{File: t.file, Tensor: t.Name, DType: t.DType, Want: []string{"I32", "I64"}}
 	}
 	return out, nil
 }

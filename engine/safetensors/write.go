@@ -18,8 +18,8 @@ import (
 // padded with spaces to a multiple of 8 bytes so the data section is aligned. metadata gets
 // "format": "pt" when it has no "format" key, as PyTorch-produced files carry.
 func Write(path string, tensors []Tensor, metadata map[string]string) error {
-	fail := func(format string, a ...any) error {
-		return fmt.Errorf("safetensors: writing %s: %s", path, fmt.Sprintf(format, a...))
+	fail := func(tensor, format string, a ...any) error {
+		return &WriteError{File: path, Tensor: tensor, Reason: fmt.Sprintf(format, a...)}
 	}
 	ts := append([]Tensor(nil), tensors...)
 	seen := map[string]bool{}
@@ -27,19 +27,19 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		dt, ok := dtypes[t.DType]
 		switch {
 		case t.Name == "" || t.Name == "__metadata__":
-			return fail("invalid tensor name %q", t.Name)
+			return fail(t.Name, "invalid tensor name")
 		case seen[t.Name]:
-			return fail("tensor %q given twice", t.Name)
+			return fail(t.Name, "given twice")
 		case !ok:
-			return fail("tensor %q: unknown dtype %q", t.Name, t.DType)
+			return fail(t.Name, "unknown dtype %q", t.DType)
 		}
 		for _, d := range t.Shape {
 			if d < 0 {
-				return fail("tensor %q: negative dimension in shape %v", t.Name, t.Shape)
+				return fail(t.Name, "negative dimension in shape %v", t.Shape)
 			}
 		}
 		if len(t.Data) != t.NumElements()*dt.size {
-			return fail("tensor %q: %d bytes of data for shape %v of %s", t.Name, len(t.Data), t.Shape, t.DType)
+			return fail(t.Name, "%d bytes of data for shape %v of %s", len(t.Data), t.Shape, t.DType)
 		}
 		seen[t.Name] = true
 	}

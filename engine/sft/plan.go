@@ -16,8 +16,8 @@ type Plan struct {
 }
 
 // HostDocBytes is what one document of a step costs on the host before its tokens: the
-// training-text item a source returns and the document made of it, as Lua tables (about 2.7 kB
-// of resident memory each, measured over 200,000 of them).
+// training-text item a source returns and the document made of it, as Lua tables (their
+// resident memory, measured over many documents, rounded up).
 const HostDocBytes = 3 << 10
 
 // Footprint is what the run holds with micro-batches of docs documents: the model's buffers

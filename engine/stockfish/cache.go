@@ -69,12 +69,13 @@ func (c *cache) load() error {
 		b, err := r.ReadBytes('\n')
 		if len(b) > 0 {
 			if b[len(b)-1] != '\n' {
-				return fmt.Errorf("stockfish cache %s:%d: incomplete last line (interrupted write?); remove it to continue", c.path, line)
+				return &CacheError{File: c.path, Line: line, Reason: "incomplete last line (interrupted write?); remove it to continue"}
 			}
 			if len(bytes.TrimSpace(b)) > 0 {
-				a, err := decodeCacheEntry(b)
-				if err != nil {
-					return fmt.Errorf("stockfish cache %s:%d: %w", c.path, line, err)
+				a, ce := decodeCacheEntry(b)
+				if ce != nil {
+					ce.File, ce.Line = c.path, line
+					return ce
 				}
 				if a.Engine != c.engine {
 					c.skipped++
@@ -88,50 +89,54 @@ func (c *cache) load() error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("stockfish cache %s:%d: %w", c.path, line, err)
+			return &CacheError{File: c.path, Line: line, Err: err}
 		}
 	}
 }
 
-func decodeCacheEntry(b []byte) (*Analysis, error) {
+// decodeCacheEntry checks one line; its error is for load to place.
+func decodeCacheEntry(b []byte) (*Analysis, *CacheError) {
+	bad := func(field string, err error, format string, a ...any) (*Analysis, *CacheError) {
+		return nil, &CacheError{Field: field, Reason: fmt.Sprintf(format, a...), Err: err}
+	}
 	var a Analysis
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+		return bad("", err, "invalid JSON")
 	}
 	pos, err := chess.ParseFEN(a.FEN)
 	if err != nil {
-		return nil, fmt.Errorf("field fen: %w", err)
+		return bad("fen", err, "")
 	}
 	if pos.FEN() != a.FEN {
-		return nil, fmt.Errorf("field fen: %q is not in canonical form %q", a.FEN, pos.FEN())
+		return bad("fen", nil, "%q is not in canonical form %q", a.FEN, pos.FEN())
 	}
 	if err := pos.Valid(); err != nil {
-		return nil, fmt.Errorf("field fen: %w", err)
+		return bad("fen", err, "")
 	}
 	switch {
 	case a.Depth < 1:
-		return nil, fmt.Errorf("field depth: %d < 1", a.Depth)
+		return bad("depth", nil, "%d < 1", a.Depth)
 	case a.MultiPV < 1:
-		return nil, fmt.Errorf("field multipv: %d < 1", a.MultiPV)
+		return bad("multipv", nil, "%d < 1", a.MultiPV)
 	case a.Terminal != chess.NotOver:
-		return nil, fmt.Errorf("field terminal: terminal positions are never cached")
+		return bad("terminal", nil, "terminal positions are never cached")
 	case len(a.Lines) != min(a.MultiPV, pos.NumLegalMoves()):
-		return nil, fmt.Errorf("field lines: %d lines, want %d", len(a.Lines), min(a.MultiPV, pos.NumLegalMoves()))
+		return bad("lines", nil, "%d lines, want %d", len(a.Lines), min(a.MultiPV, pos.NumLegalMoves()))
 	}
 	seen := map[string]bool{}
 	for i := range a.Lines {
 		l := &a.Lines[i]
 		switch {
 		case !pos.IsLegal(l.Move):
-			return nil, fmt.Errorf("field lines[%d].move: %q is not legal", i, l.Move)
+			return bad(fmt.Sprintf("lines[%d].move", i), nil, "%q is not legal", l.Move)
 		case seen[l.Move]:
-			return nil, fmt.Errorf("field lines[%d].move: %q appears twice", i, l.Move)
+			return bad(fmt.Sprintf("lines[%d].move", i), nil, "%q appears twice", l.Move)
 		case l.Depth < 1:
-			return nil, fmt.Errorf("field lines[%d].depth: %d < 1", i, l.Depth)
+			return bad(fmt.Sprintf("lines[%d].depth", i), nil, "%d < 1", l.Depth)
 		case len(l.PV) > 0 && l.PV[0] != l.Move:
-			return nil, fmt.Errorf("field lines[%d].pv: starts with %q, not the move", i, l.PV[0])
+			return bad(fmt.Sprintf("lines[%d].pv", i), nil, "starts with %q, not the move", l.PV[0])
 		}
 		seen[l.Move] = true
 		if len(l.PV) == 0 {

@@ -13,17 +13,17 @@ import (
 // (renamed). No field has a zero-means-default rule: start from DefaultConfig and set what
 // differs; Validate refuses anything out of range.
 type Config struct {
-	Path            string  `json:"path" renamed:"stockfish"`                  // engine binary; "" finds stockfish on PATH, then DefaultPath
-	Workers         int     `json:"workers" renamed:"stockfish_workers"`       // engine processes
-	Depth           int     `json:"depth" renamed:"stockfish_depth"`           // fixed search depth (what makes results deterministic)
-	MultiPV         int     `json:"multipv" renamed:"stockfish_multipv"`       // lines per position
-	Threads         int     `json:"threads" renamed:"stockfish_threads"`       // threads per engine; more than 1 breaks determinism
-	HashMB          int     `json:"hash_mb" renamed:"stockfish_hash_mb"`       // hash table per engine, MiB
-	Timeout         float64 `json:"timeout" renamed:"stockfish_timeout"`       // seconds per search attempt (start-up gets at least 10)
-	Retries         int     `json:"retries" renamed:"stockfish_retries"`       // extra attempts after a crash or hang
-	PositionTimeout float64 `json:"position_timeout"`                          // seconds for all attempts at a position together; 0 = (retries+1) × timeout
-	CacheFile       string  `json:"cache_file" renamed:"stockfish_cache_file"` // optional JSONL cache that survives runs
-	CacheSize       int     `json:"cache_size" renamed:"stockfish_cache_size"` // in-memory entries kept; 0 = unlimited
+	Path            string  `json:"path"`             // engine binary; "" finds stockfish on PATH, then DefaultPath
+	Workers         int     `json:"workers"`          // engine processes
+	Depth           int     `json:"depth"`            // fixed search depth (what makes results deterministic)
+	MultiPV         int     `json:"multipv"`          // lines per position
+	Threads         int     `json:"threads"`          // threads per engine; more than 1 breaks determinism
+	HashMB          int     `json:"hash_mb"`          // hash table per engine, MiB
+	Timeout         float64 `json:"timeout"`          // seconds per search attempt (start-up gets at least 10)
+	Retries         int     `json:"retries"`          // extra attempts after a crash or hang
+	PositionTimeout float64 `json:"position_timeout"` // seconds for all attempts at a position together; 0 = (retries+1) × timeout
+	CacheFile       string  `json:"cache_file"`       // optional JSONL cache that survives runs
+	CacheSize       int     `json:"cache_size"`       // in-memory entries kept; 0 = unlimited
 }
 
 // DefaultConfig is one single-threaded engine searching to depth 10 with
@@ -34,8 +34,8 @@ func DefaultConfig() Config {
 	return Config{Workers: 1, Depth: 10, MultiPV: 5, Threads: 1, HashMB: 16, Timeout: 30, Retries: 2}
 }
 
-// Validate checks every field; each error names the setting as recipes know
-// it ("stockfish: depth must be ≥ 1, got 0").
+// Validate checks every field; each error is a *ConfigError naming the setting as recipes
+// know it ("stockfish: depth must be ≥ 1, got 0"), all of them joined.
 func (c Config) Validate() error {
 	var errs []error
 	for _, r := range []struct {
@@ -48,20 +48,21 @@ func (c Config) Validate() error {
 	} {
 		switch {
 		case r.v < r.lo:
-			errs = append(errs, fmt.Errorf("stockfish: %s must be ≥ %d, got %d", r.key, r.lo, r.v))
+			errs = append(errs, &ConfigError{Key: r.key, Value: r.v, Reason: fmt.Sprintf("≥ %d", r.lo)})
 		case r.v > r.hi:
-			errs = append(errs, fmt.Errorf("stockfish: %s must be ≤ %d, got %d", r.key, r.hi, r.v))
+			errs = append(errs, &ConfigError{Key: r.key, Value: r.v, Reason: fmt.Sprintf("≤ %d", r.hi)})
 		}
 	}
 	if !(c.Timeout > 0) || math.IsInf(c.Timeout, 0) {
-		errs = append(errs, fmt.Errorf("stockfish: timeout must be a positive number of seconds, got %v", c.Timeout))
+		errs = append(errs, &ConfigError{Key: "timeout", Value: c.Timeout, Reason: "a positive number of seconds"})
 	}
 	switch pt := c.PositionTimeout; {
 	case !(pt >= 0) || math.IsInf(pt, 0):
-		errs = append(errs, fmt.Errorf("stockfish: position_timeout must be a number of seconds ≥ 0 (0: no bound but each attempt's), got %v", pt))
+		errs = append(errs, &ConfigError{Key: "position_timeout", Value: pt, Reason: "a number of seconds ≥ 0 (0: no bound but each attempt's)"})
 	case pt > 0 && pt < c.Timeout:
 		// It would cut every search short of its timeout: the smaller one is the setting.
-		errs = append(errs, fmt.Errorf("stockfish: position_timeout %v is shorter than timeout %v, so no search could use its timeout; lower timeout to at most %v", pt, c.Timeout, pt))
+		errs = append(errs, &ConfigError{Key: "position_timeout", Value: pt, Reason: fmt.Sprintf(
+			"0 or ≥ timeout (%v): a shorter one leaves no search its timeout; lower timeout to at most %v instead", c.Timeout, pt)})
 	}
 	return errors.Join(errs...)
 }

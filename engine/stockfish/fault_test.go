@@ -2,6 +2,7 @@ package stockfish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,13 +112,13 @@ func TestHungEngineWithChildHoldingThePipe(t *testing.T) {
 	}
 	var aerr error
 	within(t, 60*time.Second, "Analyse", func() { _, aerr = p.Analyse(context.Background(), chess.StartFEN) })
-	if aerr == nil {
-		t.Fatal("a hung engine produced an analysis")
+	var g *GiveUpError
+	var na *NoAnswerError
+	if !errors.As(aerr, &g) || g.Attempts != 2 || g.Lost <= 0 || g.FEN != chess.StartFEN {
+		t.Fatalf("err = %v, want a *GiveUpError after 2 attempts", aerr)
 	}
-	for _, want := range []string{"gave up after 2 attempts", "lost to failing engines", "engine did not answer", "fake: searching forever"} {
-		if !strings.Contains(aerr.Error(), want) {
-			t.Errorf("err = %v, want %q", aerr, want)
-		}
+	if !errors.As(aerr, &na) || na.Stderr != "fake: searching forever" {
+		t.Errorf("err = %v, want the engine's stderr in a *NoAnswerError", aerr)
 	}
 	waitGone(t, childPID(t, pidfile), 10*time.Second)
 	s := p.Stats()
@@ -143,8 +144,8 @@ func TestHungEngineWithEscapedChild(t *testing.T) {
 	}
 	var aerr error
 	within(t, 60*time.Second, "Analyse", func() { _, aerr = p.Analyse(context.Background(), chess.StartFEN) })
-	if aerr == nil || !strings.Contains(aerr.Error(), "gave up after 1 attempts") {
-		t.Errorf("err = %v, want a give-up", aerr)
+	if g := (*GiveUpError)(nil); !errors.As(aerr, &g) || g.Attempts != 1 {
+		t.Errorf("err = %v, want a give-up after 1 attempt", aerr)
 	}
 	within(t, 30*time.Second, "Close", func() { p.Close() })
 	pid := childPID(t, pidfile)
@@ -163,10 +164,10 @@ func TestDyingEngineShowsItsStderr(t *testing.T) {
 	defer p.Close()
 	var aerr error
 	within(t, 60*time.Second, "Analyse", func() { _, aerr = p.Analyse(context.Background(), chess.StartFEN) })
-	for _, want := range []string{"gave up after 2 attempts", "engine process exited", "exit status 3", "fake: NNUE file nn-0000.nnue not found"} {
-		if aerr == nil || !strings.Contains(aerr.Error(), want) {
-			t.Errorf("err = %v, want %q", aerr, want)
-		}
+	var g *GiveUpError
+	var ee *ExitError
+	if !errors.As(aerr, &g) || g.Attempts != 2 || !errors.As(aerr, &ee) || ee.Status != "exit status 3" || ee.Stderr != "fake: NNUE file nn-0000.nnue not found" {
+		t.Errorf("err = %v, want a *GiveUpError after 2 attempts of an *ExitError with status and stderr", aerr)
 	}
 	if s := p.Stats(); s.Restarts != 2 || s.LostSeconds <= 0 {
 		t.Errorf("stats %+v, want 2 restarts and the time lost", s)
@@ -178,10 +179,11 @@ func TestEngineDyingAtStartShowsItsStderr(t *testing.T) {
 	path, _ := fakeEngine(t, `echo "fake: illegal instruction (needs AVX2)" >&2; exit 4`, "")
 	var err error
 	within(t, 60*time.Second, "NewPool", func() { _, err = NewPool(context.Background(), faultConfig(path, 0)) })
-	for _, want := range []string{"handshake", "exit status 4", "fake: illegal instruction (needs AVX2)"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("err = %v, want %q", err, want)
-		}
+	var se *StartError
+	var ee *ExitError
+	if !errors.As(err, &se) || se.Step != "handshake" || se.Path != path ||
+		!errors.As(err, &ee) || ee.Status != "exit status 4" || ee.Stderr != "fake: illegal instruction (needs AVX2)" {
+		t.Errorf("err = %v, want a handshake *StartError of an *ExitError with status and stderr", err)
 	}
 }
 
@@ -193,8 +195,9 @@ func TestEngineHangingAtStart(t *testing.T) {
 	defer cancel()
 	var err error
 	within(t, 60*time.Second, "NewPool", func() { _, err = NewPool(ctx, faultConfig(path, 0)) })
-	if err == nil || !strings.Contains(err.Error(), "engine did not answer") {
-		t.Errorf("err = %v, want a handshake timeout", err)
+	var na *NoAnswerError
+	if !errors.As(err, &na) || na.Command != "" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want a handshake timeout (*NoAnswerError)", err)
 	}
 	waitGone(t, childPID(t, pidfile), 10*time.Second)
 }
@@ -207,13 +210,13 @@ func TestPositionTimeout(t *testing.T) {
 		name                     string
 		timeout, positionTimeout float64
 		retries                  int
-		want                     string
-		unwanted                 string
+		attempts                 int  // 0: fewer than retries+1
+		spent                    bool // the position_timeout ended the attempts
 	}{
 		// Unbounded, 101 attempts would take over 30 s.
-		{"retries cut short", 0.3, 1, 100, ", its position_timeout of 1s spent", "gave up after 101 attempts"},
-		{"the second search cut short", 1, 1.5, 3, "gave up after 2 attempts, its position_timeout of 1.5s spent", ""},
-		{"no position bound", 0.3, 0, 1, "gave up after 2 attempts, ", "position_timeout"},
+		{"retries cut short", 0.3, 1, 100, 0, true},
+		{"the second search cut short", 1, 1.5, 3, 2, true},
+		{"no position bound", 0.3, 0, 1, 2, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path, _ := fakeEngine(t, "", `sleep 120 & wait`)
@@ -228,8 +231,10 @@ func TestPositionTimeout(t *testing.T) {
 			var aerr error
 			within(t, 60*time.Second, "Analyse", func() { _, aerr = p.Analyse(context.Background(), chess.StartFEN) })
 			took := time.Since(start)
-			if aerr == nil || !strings.Contains(aerr.Error(), c.want) || (c.unwanted != "" && strings.Contains(aerr.Error(), c.unwanted)) {
-				t.Fatalf("err = %v, want %q", aerr, c.want)
+			var g *GiveUpError
+			if !errors.As(aerr, &g) || (c.attempts > 0 && g.Attempts != c.attempts) || (c.attempts == 0 && g.Attempts >= c.retries+1) ||
+				(g.PositionTimeout != 0) != c.spent || (c.spent && g.PositionTimeout != c.positionTimeout) {
+				t.Fatalf("err = %v, want a *GiveUpError after %d attempts, position_timeout spent %v", aerr, c.attempts, c.spent)
 			}
 			// At least the whole allowance is used; at most the bound, far below the unbounded
 			// retries (the fake engine dies at once when killed, so MaxLoss's kill waits are slack).

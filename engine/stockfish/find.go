@@ -21,7 +21,8 @@ const installHint = `install it with "make setup" (Debian package stockfish) or 
 
 // FindEngine resolves an engine path as NewPool does: path itself when it names a file
 // (a bare name is looked up on PATH); with path "", "stockfish" on PATH, then DefaultPath.
-// A missing engine is one error wrapping ErrNotFound that says how to install one.
+// Errors are *PathError; a missing engine is one wrapping ErrNotFound that says how to install
+// one.
 func FindEngine(path string) (string, error) {
 	return findEngine(path, DefaultPath)
 }
@@ -34,25 +35,25 @@ func findEngine(path, fallback string) (string, error) {
 		if isFile(fallback) {
 			return fallback, nil
 		}
-		return "", fmt.Errorf("%w: no \"stockfish\" on PATH and no %s; %s", ErrNotFound, fallback, installHint)
+		return "", &PathError{Path: "stockfish", Reason: fmt.Sprintf("no \"stockfish\" on PATH and no %s", fallback), Err: ErrNotFound}
 	}
 	if !strings.Contains(path, "/") {
 		p, err := exec.LookPath(path)
 		if err != nil {
-			return "", fmt.Errorf("%w: no %q on PATH; %s", ErrNotFound, path, installHint)
+			return "", &PathError{Path: path, Reason: fmt.Sprintf("no %q on PATH", path), Err: ErrNotFound}
 		}
 		return p, nil
 	}
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%w: engine binary %q does not exist; %s", ErrNotFound, path, installHint)
+		return "", &PathError{Path: path, Reason: fmt.Sprintf("engine binary %q does not exist", path), Err: ErrNotFound}
 	case err != nil:
-		return "", fmt.Errorf("stockfish: engine binary %q: %w", path, err)
+		return "", &PathError{Path: path, Reason: fmt.Sprintf("engine binary %q", path), Err: err}
 	case st.IsDir():
-		return "", fmt.Errorf("stockfish: engine binary %q is a directory", path)
+		return "", &PathError{Path: path, Reason: fmt.Sprintf("engine binary %q is a directory", path)}
 	case st.Mode()&0o111 == 0:
-		return "", fmt.Errorf("stockfish: engine binary %q is not executable", path)
+		return "", &PathError{Path: path, Reason: fmt.Sprintf("engine binary %q is not executable", path)}
 	}
 	return path, nil
 }

@@ -494,12 +494,11 @@ func (p *Pool) run(w *worker, j *job) ([]Line, error) {
 	if err := j.ctx.Err(); err != nil {
 		return nil, err
 	}
-	spent := ""
+	g := &GiveUpError{FEN: j.pos.FEN(), Depth: j.depth, Attempts: a, Lost: lost, MaxLoss: p.cfg.MaxLoss(), Err: lastErr}
 	if pos.Err() != nil {
-		spent = fmt.Sprintf(", its position_timeout of %gs spent", p.cfg.PositionTimeout)
+		g.PositionTimeout = p.cfg.PositionTimeout
 	}
-	return nil, fmt.Errorf("stockfish: %s depth %d: gave up after %d attempts%s, %.1fs lost to failing engines (bound %s): %w",
-		j.pos.FEN(), j.depth, a, spent, lost.Seconds(), p.cfg.MaxLoss(), lastErr)
+	return nil, g
 }
 
 // engine returns the worker's engine, starting one if it has none; the start is bounded by

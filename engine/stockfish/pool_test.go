@@ -110,7 +110,7 @@ func TestPoolAnalyse(t *testing.T) {
 		t.Error("invalid FEN accepted")
 	}
 	// A kingless position (python-chess accepts it) never reaches the engine.
-	if _, err := p.Analyse(ctx, "5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58"); err == nil || !strings.Contains(err.Error(), "0 kings") {
+	if _, err := p.Analyse(ctx, "5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58"); !errors.As(err, new(*chess.InvalidError)) {
 		t.Errorf("kingless position: %v", err)
 	}
 }
@@ -196,19 +196,24 @@ func TestPoolCacheFile(t *testing.T) {
 
 	data, _ := os.ReadFile(file)
 	lines := strings.SplitAfter(string(data), "\n")
-	bad := []struct{ name, content, want string }{
-		{"corrupt JSON", lines[0] + "{not json\n", ":2: invalid JSON"},
-		{"unknown field", lines[0] + `{"fen":"x","bogus":1}` + "\n", ":2: invalid JSON"},
-		{"illegal move", strings.Replace(lines[0], `"move":"`, `"move":"a1`, 1), ":1: field lines[0].move"},
-		{"bad fen", strings.Replace(lines[0], "R1BQKBNR", "R1BQKBN", 1), ":1: field fen"},
-		{"torn last line", lines[0] + lines[1][:20], ":2: incomplete last line"},
+	bad := []struct {
+		name, content string
+		line          int
+		field         string // "" for the line as a whole
+	}{
+		{"corrupt JSON", lines[0] + "{not json\n", 2, ""},
+		{"unknown field", lines[0] + `{"fen":"x","bogus":1}` + "\n", 2, ""},
+		{"illegal move", strings.Replace(lines[0], `"move":"`, `"move":"a1`, 1), 1, "lines[0].move"},
+		{"bad fen", strings.Replace(lines[0], "R1BQKBNR", "R1BQKBN", 1), 1, "fen"},
+		{"torn last line", lines[0] + lines[1][:20], 2, ""},
 	}
 	for _, tc := range bad {
 		f := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".jsonl")
 		os.WriteFile(f, []byte(tc.content), 0o644)
 		_, err := NewPool(ctx, testConfig(Config{CacheFile: f}))
-		if err == nil || !strings.Contains(err.Error(), f+tc.want) {
-			t.Errorf("%s: err = %v, want %q", tc.name, err, f+tc.want)
+		var ce *CacheError
+		if !errors.As(err, &ce) || ce.File != f || ce.Line != tc.line || ce.Field != tc.field {
+			t.Errorf("%s: err = %v, want a *CacheError at %s:%d, field %q", tc.name, err, f, tc.line, tc.field)
 		}
 	}
 
@@ -318,8 +323,8 @@ func TestPoolHungEngineIsReplaced(t *testing.T) {
 func TestPoolGivesUpAfterRetries(t *testing.T) {
 	p := newTestPool(t, Config{Depth: 30, Timeout: 0.05, Retries: 1})
 	_, err := p.Analyse(context.Background(), testFENs[2])
-	if err == nil || !strings.Contains(err.Error(), "gave up after 2 attempts") || !strings.Contains(err.Error(), testFENs[2]) {
-		t.Errorf("err = %v, want a give-up error naming the FEN", err)
+	if g := (*GiveUpError)(nil); !errors.As(err, &g) || g.Attempts != 2 || g.FEN != testFENs[2] {
+		t.Errorf("err = %v, want a *GiveUpError naming the FEN", err)
 	}
 	if s := p.Stats(); s.Failures != 1 || s.Restarts != 2 {
 		t.Errorf("stats %+v", s)

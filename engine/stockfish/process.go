@@ -17,9 +17,6 @@ import (
 	"github.com/rookscript/rookscript/engine/chess"
 )
 
-// errEngineExited marks a dead engine process (crash or kill).
-var errEngineExited = errors.New("engine process exited")
-
 // killWait bounds how long a killed engine may take to be reaped. SIGKILL to its process
 // group ends it and every child at once, so this is only reached by a process the kernel
 // cannot end (uninterruptible I/O); it is then abandoned and reported.
@@ -62,7 +59,7 @@ func startEngine(ctx context.Context, cfg Config) (*engineProc, error) {
 	}
 	fail := func(err error) (*engineProc, error) {
 		e.kill()
-		return nil, fmt.Errorf("stockfish: %q handshake: %w", cfg.Path, err)
+		return nil, &StartError{Path: cfg.Path, Step: "handshake", Err: err}
 	}
 	if err := e.send(ctx, "uci"); err != nil {
 		return fail(err)
@@ -111,7 +108,7 @@ func spawn(path string) (*engineProc, error) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			closeAll()
-			return nil, fmt.Errorf("stockfish: %s: %w", path, err)
+			return nil, &StartError{Path: path, Step: "making pipes for", Err: err}
 		}
 		pipes[i] = [2]*os.File{r, w}
 	}
@@ -120,7 +117,7 @@ func spawn(path string) (*engineProc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, fmt.Errorf("stockfish: starting %q: %w", path, err)
+		return nil, &StartError{Path: path, Step: "starting", Err: err}
 	}
 	// The child holds its own copies; ours would keep its stdin open and hide its exit.
 	pipes[0][0].Close()
@@ -169,7 +166,7 @@ func (e *engineProc) send(ctx context.Context, cmd string) error {
 	_ = e.stdin.SetWriteDeadline(d)
 	if _, err := io.WriteString(e.stdin, cmd+"\n"); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return fmt.Errorf("engine did not read %q: %w", cmd, context.DeadlineExceeded)
+			return &NoAnswerError{Command: cmd, Err: context.DeadlineExceeded}
 		}
 		return e.deathError(fmt.Sprintf("writing %q: %v", cmd, err))
 	}
@@ -193,14 +190,7 @@ func (e *engineProc) deathError(what string) error {
 	case <-e.errDone:
 	case <-time.After(stderrWait):
 	}
-	msg := status
-	if what != "" {
-		msg = what + "; " + msg
-	}
-	if tail := strings.TrimSpace(e.stderr.String()); tail != "" {
-		msg += "; stderr: " + tail
-	}
-	return fmt.Errorf("%w (%s)", errEngineExited, msg)
+	return &ExitError{Doing: what, Status: status, Stderr: strings.TrimSpace(e.stderr.String())}
 }
 
 // waitFor reads lines until done returns true, the engine dies or ctx ends.
@@ -217,11 +207,7 @@ func (e *engineProc) waitFor(ctx context.Context, done func(string) bool) error 
 		case <-e.exited:
 			return e.deathError("")
 		case <-ctx.Done():
-			err := fmt.Errorf("engine did not answer: %w", ctx.Err())
-			if tail := strings.TrimSpace(e.stderr.String()); tail != "" {
-				err = fmt.Errorf("%w (stderr: %s)", err, tail)
-			}
-			return err
+			return &NoAnswerError{Stderr: strings.TrimSpace(e.stderr.String()), Err: ctx.Err()}
 		}
 	}
 }

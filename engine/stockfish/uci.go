@@ -71,20 +71,23 @@ type InfoLine struct {
 }
 
 // ParseInfo parses a UCI "info" line. Unknown keys are skipped the way the
-// protocol asks; malformed numbers are errors.
+// protocol asks; malformed numbers are errors (*InfoError).
 func ParseInfo(line string) (InfoLine, error) {
 	f := strings.Fields(line)
 	if len(f) == 0 || f[0] != "info" {
-		return InfoLine{}, fmt.Errorf("uci: not an info line: %q", clip(line, 60))
+		return InfoLine{}, &InfoError{Line: clip(line, 60)}
 	}
 	in := InfoLine{MultiPV: 1}
+	bad := func(key, value, format string, a ...any) error {
+		return &InfoError{Line: clip(line, 60), Key: key, Value: value, Reason: fmt.Sprintf(format, a...)}
+	}
 	num := func(i int, key string) (int64, error) {
 		if i >= len(f) {
-			return 0, fmt.Errorf("uci: %q: %s without a value", clip(line, 60), key)
+			return 0, bad(key, "", "without a value")
 		}
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("uci: %q: %s value %q is not an integer", clip(line, 60), key, f[i])
+			return 0, bad(key, f[i], "value %q is not an integer", f[i])
 		}
 		return v, nil
 	}
@@ -104,7 +107,7 @@ func ParseInfo(line string) (InfoLine, error) {
 				in.SelDepth = int(v)
 			case "multipv":
 				if v < 1 {
-					return InfoLine{}, fmt.Errorf("uci: %q: multipv %d < 1", clip(line, 60), v)
+					return InfoLine{}, bad(key, f[i], "%d < 1", v)
 				}
 				in.MultiPV = int(v)
 			case "nodes":
@@ -112,18 +115,18 @@ func ParseInfo(line string) (InfoLine, error) {
 			}
 		case "score":
 			if i+2 >= len(f) {
-				return InfoLine{}, fmt.Errorf("uci: %q: truncated score", clip(line, 60))
+				return InfoLine{}, bad("score", "", "truncated")
 			}
 			kind := f[i+1]
 			if kind != "cp" && kind != "mate" {
-				return InfoLine{}, fmt.Errorf("uci: %q: unknown score kind %q", clip(line, 60), kind)
+				return InfoLine{}, bad("score", kind, "kind %q is unknown", kind)
 			}
 			v, err := num(i+2, "score "+kind)
 			if err != nil {
 				return InfoLine{}, err
 			}
 			if v > 1<<30 || v < -(1<<30) {
-				return InfoLine{}, fmt.Errorf("uci: %q: score %d out of range", clip(line, 60), v)
+				return InfoLine{}, bad("score "+kind, f[i+2], "%d out of range", v)
 			}
 			in.Score, in.HasScore = Score{Mate: kind == "mate", Value: int(v)}, true
 			i += 2

@@ -105,31 +105,31 @@ func parseRanks(data []byte) (map[string]int, error) {
 		}
 		b64, num, ok := bytes.Cut(line, []byte{' '})
 		if !ok {
-			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: want \"<base64> <rank>\"", lineNo)
+			return nil, &VocabError{Line: lineNo, Problem: `want "<base64> <rank>"`}
 		}
 		tok, err := base64.StdEncoding.DecodeString(string(b64))
 		if err != nil || len(tok) == 0 {
-			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: bad token %q", lineNo, b64)
+			return nil, &VocabError{Line: lineNo, Problem: "bad token", Value: string(b64)}
 		}
 		rank, err := strconv.Atoi(string(num))
 		if err != nil || rank < 0 || rank >= numRanks {
-			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: bad rank %q", lineNo, num)
+			return nil, &VocabError{Line: lineNo, Problem: "bad rank", Value: string(num)}
 		}
 		if seen[rank] {
-			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: duplicate rank %d", lineNo, rank)
+			return nil, &VocabError{Line: lineNo, Problem: "duplicate rank", Value: strconv.Itoa(rank)}
 		}
 		if _, dup := ranks[string(tok)]; dup {
-			return nil, fmt.Errorf(errPrefix+"vocabulary line %d: duplicate token %q", lineNo, tok)
+			return nil, &VocabError{Line: lineNo, Problem: "duplicate token", Value: string(tok)}
 		}
 		seen[rank] = true
 		ranks[string(tok)] = rank
 	}
 	if len(ranks) != numRanks {
-		return nil, fmt.Errorf(errPrefix+"vocabulary has %d tokens, want %d", len(ranks), numRanks)
+		return nil, &VocabError{Problem: fmt.Sprintf("has %d tokens, want %d", len(ranks), numRanks), Value: strconv.Itoa(len(ranks))}
 	}
 	for b := 0; b < 256; b++ {
 		if _, ok := ranks[string([]byte{byte(b)})]; !ok {
-			return nil, fmt.Errorf(errPrefix+"vocabulary lacks the single byte 0x%02x", b)
+			return nil, &VocabError{Problem: fmt.Sprintf("lacks the single byte 0x%02x", b), Value: string([]byte{byte(b)})}
 		}
 	}
 	return ranks, nil
@@ -239,6 +239,25 @@ func (t *Tokenizer) TokenBytes(id int32) []byte {
 func (t *Tokenizer) VocabSize() int { return vocabSize }
 
 func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < vocabSize }
+
+// VocabError is a rank file that is not the GPT-2 vocabulary: the line at fault and what is
+// wrong with it.
+type VocabError struct {
+	Line    int    // 1-based line of the rank file; 0 when the file as a whole is wrong
+	Problem string // `want "<base64> <rank>"`, "bad token", "bad rank", "duplicate rank", "duplicate token"; for the whole file, what it has or lacks
+	Value   string // the token or rank as written; for the whole file, its token count or the missing byte
+}
+
+func (e *VocabError) Error() string {
+	if e.Line == 0 {
+		return errPrefix + "vocabulary " + e.Problem
+	}
+	s := fmt.Sprintf(errPrefix+"vocabulary line %d: %s", e.Line, e.Problem)
+	if e.Value != "" {
+		s += fmt.Sprintf(" %q", e.Value)
+	}
+	return s
+}
 
 // IDError is the error DecodeErr returns for a token id outside the
 // vocabulary; callers can match it with errors.As.

@@ -238,11 +238,10 @@ func promptSlot(slot int32, shared []int32) int32 {
 // samples: the slot that holds the prompt and the slots that share it), so that one worker
 // reads the prompt from memory and its other rows find it in that worker's L2; or, when there
 // are fewer such runs than twice the workers, one row per chunk, so that the workers even
-// out. GPT-2 124M's decode attention at 64 rows (8 prompts × 8 samples) took 14% less time in
-// runs than row by row; at 8 rows of one prompt, runs of 2 or 4 rows took 5-10% more than
-// rows (alternated rounds, the project's AMD EPYC), and so did the one run cut by heads into 2
-// or 4 chunks, each reading only its heads' columns of every position with the next row's own
-// fetched ahead: 10-15% more (clocked decode phases of alternated rookbench runs).
+// out. GPT-2 124M's decode attention at 64 rows (8 prompts × 8 samples) takes less time in
+// runs than row by row; at 8 rows of one prompt, runs of 2 or 4 rows took more than rows, and
+// so did the one run cut by heads into 2 or 4 chunks, each reading only its heads' columns of
+// every position with the next row's own fetched ahead (BenchmarkDecode124M).
 func decodeRuns(runs, slot, shared []int32, workers int) []int32 {
 	runs = append(runs[:0], 0)
 	for i := 1; i < len(slot); i++ {

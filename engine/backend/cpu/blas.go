@@ -39,8 +39,8 @@ func SetBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
 func blasCoreName() string { return C.GoString(C.openblas_get_corename()) }
 
 // BLASCoreName is the family of processors whose kernels the engine's OpenBLAS runs, once a
-// backend exists (blas_core.c may have replaced OpenBLAS's own choice): what a peer's BLAS is
-// told to run, for a like-for-like comparison.
+// backend exists (chosen by the processor's features, blasfamily.go; BLASCoreReason says
+// why): what a peer's BLAS is told to run, for a like-for-like comparison.
 func BLASCoreName() string {
 	blasCore.Do(setupKernels)
 	return blasCoreName()

@@ -1,10 +1,5 @@
 package cpu
 
-/*
-#include "kernels.h"
-*/
-import "C"
-
 import (
 	"fmt"
 	"os"
@@ -68,18 +63,14 @@ func Capability() string {
 	return "none"
 }
 
-// setupKernels applies the environment's cap, then fixes OpenBLAS's choice of kernels where
-// it fell back to its slowest (blas_core.c); it runs once, before the first BLAS call.
+// setupKernels applies the environment's cap, then chooses OpenBLAS's kernel family
+// (blasfamily.go); it runs once, before the first BLAS call.
 func setupKernels() {
 	if c, err := capability(); err == nil && c == "avx2" && hasAVX512() && hasAVX2FMA() {
 		capped, ntUse = true, ntAVX2
 		setAVX512(false)
 		setDecode16(false)
-		C.rk_blas_cap_avx2()
 	}
-	avx512 := C.int(1)
-	if capped {
-		avx512 = 0 // a fallback to Prescott is fixed with AVX2's kernels, as the cap asks
-	}
-	C.rk_blas_fix_core(avx512)
+	env, set := os.LookupEnv("OPENBLAS_CORETYPE")
+	blasChosen = chooseBLASCore(env, set, processorFeatures(), capped, openBLAS)
 }

@@ -50,12 +50,11 @@ __attribute__((target("avx512f,avx512dq"), always_inline)) static inline __m512 
 	return acc;
 }
 
-// Keys are fetched KEYS_AHEAD rows ahead of the dots. Without it, half of the kernel's time in
+// Keys are fetched KEYS_AHEAD rows ahead of the dots. Without it, much of the kernel's time in
 // a decode step went to waiting on the key loads (a profile of BenchmarkDecode124M): the rows
 // come from memory, written steps ago, and the processor's own prefetch did not run ahead of
-// them. With it a decode step of 64 rows took 3.5% less time, one of 8 rows 1.5–3.5% (the
-// project's AMD EPYC, 20 alternated rounds). Fetching the values ahead too, in the scores'
-// pass or in their own, gained nothing more.
+// them. With it decode steps of 64 and of 8 rows take less time. Fetching the values ahead
+// too, in the scores' pass or in their own, gained nothing more.
 #define KEYS_AHEAD 4
 
 __attribute__((always_inline)) static inline void prefetch_row(const float *r, long floats) {
@@ -66,9 +65,8 @@ __attribute__((always_inline)) static inline void prefetch_row(const float *r, l
 // same worker attends: decodeRuns), fetched into L2 while this row runs, a share at each step
 // of a loop: written in earlier steps, they come from memory, and this row's work hides the
 // wait, while the prompt they share is still in L2 from the run's first row. GPT-2 124M's
-// decode attention at 64 rows (8 prompts × 8 samples, 113 positions) took 10% less time with
-// it, in runs, on the sixteen-lane path and 16% on the AVX2 one (alternated rounds, the
-// project's AMD EPYC).
+// decode attention at 64 rows (8 prompts × 8 samples) takes less time with it, in runs, on
+// both the sixteen-lane and the AVX2 path (BenchmarkDecode124M/rows=64).
 struct ahead {
 	const char *p;
 	long left, per;
@@ -90,9 +88,8 @@ __attribute__((always_inline)) static inline void ahead_rest(struct ahead *a) {
 // Four heads' dots for heads of 64 channels (GPT-2's): each head's dot is dot16's operations in
 // dot16's order, the four chains of fused multiply-adds interleaved so that all four are in
 // flight at once. Through four dot16 calls, one chain after another, a decode row of GPT-2 124M
-// with its keys and values in L2 took 11% longer (BenchmarkDecodeAttention), and a decode
-// step's attention 3% longer at 8 rows and 4-8% at 64 (alternated steps, medians; the
-// project's AMD EPYC).
+// with its keys and values in L2 took longer (BenchmarkDecodeAttention), and so did a decode
+// step's attention at 8 and at 64 rows (BenchmarkDecode124M).
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline __m128 dots4x64(const float *q, const float *k) {
 	__m512 acc[4];
 	_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
@@ -369,6 +366,24 @@ void rk_attention_decode_ref(float *out, const float *q, const float *k1, const 
 			}
 			out[h * hd + e] = a;
 		}
+}
+
+// The widest path the processor runs (features.c), the same arithmetic in each, so that a
+// row's attention is the same bits on any x86-64 machine.
+void rk_attention_decode_ahead(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                               const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch,
+                               float *lse, const float *nk, const float *nv, long nn) {
+	if (rk_decode16())
+		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nk, nv, nn);
+	else if (rk_has_avx2() && rk_has_avx2_fma())
+		rk_attention_decode8(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nk, nv, nn);
+	else
+		rk_attention_decode_ref(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
+}
+
+void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
+                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse) {
+	rk_attention_decode_ahead(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, 0, 0, 0);
 }
 
 // Up to four query rows of one sequence at once (the training forward's rows), heads of

@@ -1,9 +1,11 @@
 // Package cpu is the host backend: the forward's products through the kernel of gemm_small.c
 // (AVX-512, or AVX2 with FMA, or portable C: the same sums), which also adds a block's
 // residual and applies GELU as it stores a product (MatMulAdd, MatMulGELU, rounding as the
-// separate passes); the backward's GEMMs through OpenBLAS (cgo); the inner loops of GELU,
-// AdamW, LayerNorm, log-softmax, attention and decode attention in C (kernels.c, decode_attention.c; AVX2
-// and AVX-512 paths with portable ones the tests hold them to bit for bit); the rest in Go.
+// separate passes); the backward's GEMMs through OpenBLAS (cgo), whose kernel family the
+// processor's features choose (blasfamily.go); the inner loops of GELU, AdamW, LayerNorm,
+// log-softmax, attention and decode attention in C (kernels.c, decode_attention.c; AVX2 and
+// AVX-512 paths with portable ones the tests hold them to bit for bit, on the processor's
+// features as features.c reports them); the rest in Go.
 // Every kernel is spread over a fixed pool of goroutines.
 //
 // Batch invariance (DESIGN §6.1): every operation of the forward computes each output element
@@ -26,8 +28,8 @@
 //
 // The backward needs no such property and runs OpenBLAS. On a processor without AVX-512 the
 // products and attention run AVX2 kernels of the same lanes and tree (with the AVX2 product
-// kernel alone, GPT-2 124M's forward took 1.34× the AVX-512 one's time on a processor with
-// both), or portable C ones without AVX2 and FMA: every path gives the same bits, so a
+// kernel alone, GPT-2 124M's forward takes longer than with the AVX-512 one on a processor
+// with both), or portable C ones without AVX2 and FMA: every path gives the same bits, so a
 // processor's sampler and forward are the AVX-512 ones. ROOKSCRIPT_CPU_CAPABILITY=avx2 runs that path on a processor with AVX-512
 // (capability.go).
 //
@@ -38,8 +40,8 @@
 // given thread count.
 //
 // Buffers come from HostFloats, which marks a large one for transparent huge pages: the
-// weights and activations stream through memory, and 4 KB pages cost a decode step of 8 rows
-// 9% of its time.
+// weights and activations stream through memory, and 4 KB pages slow a decode step of 8 rows,
+// which waits on memory.
 //
 // Steady state allocates nothing: kernel arguments travel in job structs owned by the
 // backend, and scratch space grows only when a larger problem than any before arrives.

@@ -18,7 +18,8 @@
 // loaded from w serves 6 (or 4) rows and each from a serves 4 (or 6) columns; the rows of w (at
 // most 24 KB where the blocks are copied: a longer k is then taken in blocks) stay in L1 while
 // every tile of a streams past them from L2. At a training batch's rows it runs at OpenBLAS's
-// rate (k = 768) or within 10% of it (k = 3072, its blocks copied: rk_gemm_nt's comment).
+// rate (k = 768) or close to it (k = 3072, its blocks copied: rk_gemm_nt's comment), as
+// BenchmarkGemmSmall shows.
 //
 // rk_gemm_nt_ref is the same arithmetic in portable C (fmaf, the same lanes and tree), and
 // rk_gemm_nt8 in AVX2 (a processor without AVX-512): the tests check the vector kernels
@@ -31,16 +32,6 @@
 #include "kernels.h"
 #include "lanes.h"
 
-static int cpu_avx512 = -1;
-
-int rk_has_avx512(void) {
-	if (cpu_avx512 < 0) {
-		__builtin_cpu_init();
-		cpu_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-	}
-	return cpu_avx512;
-}
-
 // One tile: MR rows of a (at a, stride lda) by NR rows of w (at w, stride ldw), over k
 // elements that are one block of the whole product's: the first block starts the
 // accumulators, a later one resumes them from lanes (MR·NR·16 floats), a block that is not
@@ -51,12 +42,10 @@ int rk_has_avx512(void) {
 //
 // AREG set, each vector of a goes into a register once and serves the NR columns from there;
 // otherwise GCC folds the load into each of the NR multiply-adds, which load it NR times. Where
-// the tile's rows of a stay in L1, that costs: with AREG the products of an 8-row decode step at
-// k = 768 took 4-7% less time, the LM head 3%, the step 2% (two sets of 400 and 600 alternated
-// steps of 1 prompt × 8 samples, each call timed, the project's AMD EPYC). Where they come from
-// L2 (k = 3072), the down projection took 7-22% more time in the step (10% less alone, on an
-// input not just written), and at 64 rows the 4 × 6 and 6 × 4 tiles 1-3% more: those keep the
-// folded loads.
+// the tile's rows of a stay in L1, that costs: with AREG an 8-row decode step's products at
+// k = 768, its LM head and the step take less time. Where they come from L2 (k = 3072), the
+// down projection took more time with it in the step (though less alone, on an input not just
+// written), and so did the 4 × 6 and 6 × 4 tiles at 64 rows: those keep the folded loads.
 #define UNROLL _Pragma("GCC unroll 8")
 
 #define TILE(MR, NR) TILE_(MR, NR, , 0)
@@ -161,10 +150,9 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 // without copies (a decode step's, at most ntCopyRows rows) takes k whole: in blocks, its rows
 // of a went in blocks of 48, so that 64 rows read the weights from memory twice, and every
 // tile's lanes went to memory and back at every block of k. Whole, the MLP's down projection
-// (k = 3072) ran 6-11% faster at every row count from 16 to 96, and 0-11% at 8 (alternated
-// calls on weights that come from memory, the same bits), and GPT-2 124M's decode step at 64
-// rows took 1-2% less time, at 8 rows the same (three sets of alternated steps, the project's
-// AMD EPYC).
+// (k = 3072) runs faster at every row count from 16 to 96 and no slower at 8 (on weights that
+// come from memory; the same bits), and GPT-2 124M's decode step at 64 rows a little faster,
+// at 8 rows the same (BenchmarkDecode124M).
 #define KBLOCK 768
 #define KBLOCK_MIN 1024
 #define KBLOCK_TILES 8
@@ -176,8 +164,8 @@ static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, til
 // group of w meets the tiles, the next group is fetched into L2, a share by each tile, spread
 // over its k loop: a decode step reads each weight once, from memory, and the processor's
 // prefetcher does not run ahead from one row of w to the next (at 8 rows the step waited on
-// memory for a quarter of its time). Issued in a burst before each tile, the share filled the
-// line-fill buffers and the prefetch instructions themselves stalled, for 6% of a decode step.
+// memory for much of its time). Issued in a burst before each tile, the share filled the
+// line-fill buffers and the prefetch instructions themselves stalled.
 __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *tiles, int mr, int nr, float *out,
                                                                  const float *a, const float *w, long i0, long i1,
                                                                  long j, long j1, long k, long kc, long lda,
@@ -220,25 +208,24 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 // about 1.5 MB of a, all of a decode step's at k = 3072. With scratch (a prefill's or a
 // training batch's rows) it holds at most 640 KB: every column group reads the whole block,
 // so a block larger than L2 (1 MB on Zen 4, with w's group and the lanes beside it) evicts
-// itself on every pass. At k = 3072, blocks of 96 rows (1.2 MB) ran the down-projection at
-// 89 GFLOP per CPU-second on a core of the project's AMD EPYC, blocks of 48 at 95 (2304
-// rows, BenchmarkGemmSmall/copied, medians of 3 alternated rounds). Without k blocking
+// itself on every pass: at k = 3072, blocks of 48 rows run the down-projection faster than
+// blocks of 96 (1.2 MB) (BenchmarkGemmSmall/copied/2304x3072x768). Without k blocking
 // the columns go in groups of 6 against tiles of 4 rows (a vector of a serves 6 columns: a
-// third less of a read from L2 than with tiles of 6 × 4, the LM head of a decode step 6%
-// faster); with it, in groups of 4 against tiles of 6 rows (4 × 6 is slower there), and what is
+// third less of a read from L2 than with tiles of 6 × 4, and a faster LM head in a decode
+// step); with it, in groups of 4 against tiles of 6 rows (4 × 6 is slower there), and what is
 // left in 4s, then one by one. A block of exactly 8 rows (a decode step of one prompt's 8
 // samples, which waits on memory) goes first in groups of 3 against one tile of all 8 rows:
 // each vector of w is loaded once and serves every row, and the 8 rows of a (24 KB at
 // k = 768) stay in L1, where with tiles of 4 × 6 they and a group of w (18 KB) did not both
-// fit. That took 5% off such a decode step; at 64 rows, where the products are bound by
-// arithmetic rather than memory, the same tiles were 20% slower (30 alternated rounds each,
-// BenchmarkDecode124M's shapes, the project's AMD EPYC).
+// fit. That makes such a decode step faster; at 64 rows, where the products are bound by
+// arithmetic rather than memory, the same tiles are slower (BenchmarkDecode124M's rows=8 and
+// rows=64).
 //
 // With scratch (rk_gemm_nt_scratch(k) floats), a k-blocked product first copies each block of
 // rows of a to a row stride of k + 16, and each group's block of w to consecutive rows. At
 // k = 3072 the rows of both are 12 KB apart, a multiple of 4 KB: every row of a tile and of a
-// group falls in the same sets of L1 at each k, more of them than its ways (80 GFLOP/s against
-// 94 copied, on a core of the project's AMD EPYC, at 2304 rows × 768 columns). The copies move
+// group falls in the same sets of L1 at each k, more of them than its ways, so the copied
+// product is faster (BenchmarkGemmSmall's small and copied at 2304x3072x768). The copies move
 // numbers, not sums: the result is the same bits.
 __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const float *a, const float *w, long m,
                                                               long j0, long j1, long k, long lda, long ldw, long ldo,
@@ -284,16 +271,15 @@ long rk_gemm_nt_scratch(long k) { return 6 * KBLOCK_TILES * (k + 16) + 6 * KBLOC
 // register. Tiles of 3 rows of a × 2 rows of w: twelve accumulators of the sixteen registers,
 // each half of a step taken on its own so that two vectors of w and one of a are live
 // beside them (10 loads for 12 FMAs). Blocks of k and rows as in the sixteen-lane kernel,
-// and the next pair of w's rows fetched into L2 by the first tile of a pair. On the project's
-// AMD EPYC, which runs a 512-bit FMA as two 256-bit halves and so has the same FMA rate on
-// either path, GPT-2 124M's decode step at 8 rows took 1.17×, at 64 rows 1.27× and the
-// forward 1.34× the sixteen-lane kernel's time (alternated rounds in one process); with
-// tiles of 2 × 2 whose accumulators the compiler kept on the stack, 2.5×, 3.1× and 3.3×.
-// Without the prefetch the 8-row step took 1.5× as long, without k blocks 7–11% longer.
-// Where k needs no blocks and there are more than 8 rows, the columns go in blocks whose rows
-// of w (384 KB) stay in L2, and each tile of a, in L1, meets a whole block, rather than each
-// pair of w's rows meeting every tile of a from L2: 5.6% off the decode step at 64 rows and 3%
-// off the forward on the AVX2 path (16 alternated rounds; at 8 rows 5% slower, so not there).
+// and the next pair of w's rows fetched into L2 by the first tile of a pair. Even on a processor
+// that runs a 512-bit FMA as two 256-bit halves (AMD's Zen 4), and so has the same FMA rate on
+// either path, GPT-2 124M's decode steps and forward take longer on this path than on the
+// sixteen-lane one (BenchmarkGemmSmall's avx2 variant); with tiles of 2 × 2, whose
+// accumulators the compiler kept on the stack, far longer. The prefetch and the k blocks each
+// shorten the 8-row step. Where k needs no blocks and there are more than 8 rows, the columns
+// go in blocks whose rows of w (384 KB) stay in L2, and each tile of a, in L1, meets a whole
+// block, rather than each pair of w's rows meeting every tile of a from L2: a faster decode step
+// at 64 rows and forward on the AVX2 path (at 8 rows slower, so not there).
 // The halves' sixteen lanes are added by lanes.h's tree8x2.
 
 // One tile as TILE's (lanes, first and last resume a block's accumulators); pf, when set, is
@@ -427,9 +413,4 @@ void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0,
 			if (bias) r = bias[j] + r;
 			out[i * ldo + j] = res ? res[i * ldo + j] + r : r;
 		}
-}
-
-int rk_has_avx2_fma(void) {
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }

@@ -352,3 +352,58 @@ func TestCutColumns(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWeightGradProducts: the weight gradients of GPT-2 124M's train step at B=4, T=64
+// (256 rows), dW += dYᵀ·X, on the backend's pool of 2 workers: OpenBLAS as MatMulBackward runs
+// it, against the forward's product kernel (nt), which needs dY and X transposed (tokens
+// contiguous): with the transposes ("kernel"), without them ("kernel-nt", as if the forward
+// had stored them so) and the transposes alone, on one goroutine ("transposes"). Units as
+// BenchmarkForwardProducts's.
+func BenchmarkWeightGradProducts(b *testing.B) {
+	const n = 256
+	for _, s := range []struct{ ch, oc int }{{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50257}} {
+		r := rand.New(rand.NewPCG(3, 4))
+		c := New(2)
+		dy, x, dw := randVec(r, n*s.oc, 1), randVec(r, n*s.ch, 1), make([]float32, s.oc*s.ch)
+		dyT, xT := make([]float32, s.oc*n), make([]float32, s.ch*n)
+		transposes := func() {
+			transpose(dyT, dy, n, s.oc)
+			transpose(xT, x, n, s.ch)
+		}
+		nt := func() { c.nt(dw, dw, dyT, xT, nil, nil, s.oc, s.ch, n, n, n, s.ch) }
+		transposes()
+		for _, v := range []struct {
+			name string
+			f    func()
+		}{
+			{"openblas", func() { c.gemm(true, false, s.oc, s.ch, n, 1, dy, s.oc, x, s.ch, 1, dw, s.ch) }},
+			{"kernel", func() { transposes(); nt() }},
+			{"kernel-nt", nt},
+			{"transposes", transposes},
+		} {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", v.name, n, s.ch, s.oc), func(b *testing.B) {
+				v.f()
+				c0 := processCPU()
+				for b.Loop() {
+					v.f()
+				}
+				b.ReportMetric((processCPU()-c0)*1e3/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(2*float64(n*s.ch*s.oc)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// transpose writes src (rows, cols) into dst (cols, rows), in tiles that stay in L1.
+func transpose(dst, src []float32, rows, cols int) {
+	const t = 32
+	for i0 := 0; i0 < rows; i0 += t {
+		for j0 := 0; j0 < cols; j0 += t {
+			for i := i0; i < min(i0+t, rows); i++ {
+				for j := j0; j < min(j0+t, cols); j++ {
+					dst[j*rows+i] = src[i*cols+j]
+				}
+			}
+		}
+	}
+}

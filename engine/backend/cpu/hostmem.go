@@ -16,10 +16,9 @@ const hugePage = 2 << 20
 // from 16M parameters up, and GPT-2's LM head chunk, which are read whole in every step. A
 // smaller buffer — a layer's KV cache or activations, sized for the longest batch and often
 // filled in part — keeps 4 KB pages, whose untouched pages take no memory: advised from 4 MB
-// up, the main job's peak resident memory grew from 946 to 993 MB (its limit is 1 GB), and
-// GPT-2 124M's 8-row decode step was no faster for it (0.985 of the time, 30 alternated rounds
-// in one process; a KV cache in one advised buffer of 85 MB against one buffer per layer:
-// 0.968 and 0.997 at 8 rows, 0.992 and 1.009 at 64, two runs of 30 rounds).
+// up, the main job's peak resident memory grew towards its limit of 1 GB, and GPT-2 124M's
+// 8-row decode step was no faster for it (nor with a KV cache in one advised buffer of 85 MB
+// rather than one buffer per layer).
 const hugeMin = 64 << 20
 
 // HostFloats returns n zeroed float32s in host memory, like make; a buffer of hugeMin bytes
@@ -29,11 +28,10 @@ const hugeMin = 64 << 20
 //
 // Weights, gradients and optimizer moments are read in streams of hundreds of megabytes, and
 // with 4 KB pages every stream meets a new page each 4 KB: a decode step of 8 rows, which
-// waits on memory, took 9% longer, the forward and the train step 2–7% (GPT-2 124M,
-// alternated runs with every buffer from 4 MB up advised, the project's AMD EPYC; a 154 MB
-// product of 8 rows on two threads 15% longer). Where huge pages are off this changes nothing. The advice is a
-// hint about placement: no number depends on it. It stays with the memory when the Go heap
-// later reuses it for other objects, which costs nothing.
+// waits on memory, takes longer so, and so do the forward, the train step and a large product
+// of few rows (BenchmarkDecode124M, BenchmarkTrainStep124M). Where huge pages are off this
+// changes nothing. The advice is a hint about placement: no number depends on it. It stays
+// with the memory when the Go heap later reuses it for other objects, which costs nothing.
 func HostFloats(n int) []float32 {
 	h := backend.TrackHost(make([]float32, n))
 	adviseHuge(h)

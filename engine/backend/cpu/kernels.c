@@ -19,27 +19,10 @@
 
 #pragma GCC optimize("fp-contract=off")
 
-static int cpu_avx2 = -1;     // what the processor supports, detected once
-static int avx2_enabled = 1;   // tests switch the vector paths off
-static int avx512_enabled = 1; // tests switch the sixteen-lane paths off, leaving AVX2's
-
-static int avx2(void) {
-	if (cpu_avx2 < 0) {
-		__builtin_cpu_init();
-		cpu_avx2 = __builtin_cpu_supports("avx2") != 0;
-	}
-	return cpu_avx2 && avx2_enabled;
-}
-
-// The sixteen-lane paths of the loops a decode step or a GRPO update runs over whole
-// activations (GELU, the sampler's softmax, log-probabilities): the same operations as the
-// AVX2 ones, element for element and sum lane for sum lane.
-static int avx512(void) { return avx2() && avx512_enabled && rk_has_avx512(); }
-
-int rk_has_avx2(void) { return avx2(); }
-void rk_set_avx2(int on) { avx2_enabled = on; }
-void rk_set_avx512(int on) { avx512_enabled = on; }
-int rk_avx512_on(void) { return avx512(); }
+// The paths this file runs (features.c): AVX2, and sixteen lanes (AVX-512) for the loops
+// that have them.
+static inline int avx2(void) { return rk_has_avx2(); }
+static inline int avx512(void) { return rk_avx512_on(); }
 
 // GELU, tanh approximation: ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³), with
 // tanh u = sign(u)(1 − e)/(1 + e), e = exp(−2|u|).
@@ -462,25 +445,6 @@ static float dot(const float *a, const float *b, long n) {
 	return s;
 }
 
-// Decode attention runs the arithmetic of decode_attention.c's sixteen lanes on every
-// processor: in AVX-512, in AVX2 halves, or in portable C (fmaf and the same lanes), so a row's
-// attention is the same bits on any x86-64 machine.
-void rk_attention_decode(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                         const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch, float *lse) {
-	rk_attention_decode_ahead(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, 0, 0, 0);
-}
-
-void rk_attention_decode_ahead(float *out, const float *q, const float *k1, const float *v1, long n1, const float *k2,
-                               const float *v2, long n2, long nh, long hd, long ld, float scale, float *scratch,
-                               float *lse, const float *nk, const float *nv, long nn) {
-	if (rk_decode16())
-		rk_attention_decode16(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nk, nv, nn);
-	else if (avx2() && rk_has_avx2_fma())
-		rk_attention_decode8(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse, nk, nv, nn);
-	else
-		rk_attention_decode_ref(out, q, k1, v1, n1, k2, v2, n2, nh, hd, ld, scale, scratch, lse);
-}
-
 // The attention backward over a block of scores: t query rows of stride w, row r seeing its
 // first n0 + r + 1 keys (a continuation's prefix of n0 keys, then causally its own), the rest
 // of the row masked.
@@ -776,8 +740,8 @@ void rk_layernorm(float *out, float *mean, float *rstd, const float *x, const fl
 // value) into the cache: row i's to position pos[i] of slot slot[i] (cap positions of c
 // floats per slot). The destinations are cold, a new position of every slot each step: the
 // lines of the rows KV_AHEAD on are fetched for writing while a row is copied. A 64-row decode
-// step's writes took 27-33% less time than Go's copies of the same rows (alternated steps,
-// the project's AMD EPYC), 12-29% less without the fetches.
+// step's writes take less time so than Go's copies of the same rows, and less with the fetches
+// than without.
 #define KV_AHEAD 4
 void rk_kv_write(float *kc, float *vc, const float *src, const int *slot, const int *pos, long n, long c, long cap) {
 	for (long i = 0; i < n + KV_AHEAD; i++) {

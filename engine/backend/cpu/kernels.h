@@ -1,4 +1,7 @@
-// Vectorisable inner loops of the CPU backend (kernels.c); each handles one chunk.
+// The C side of the CPU backend: the inner loops (kernels.c), decode attention
+// (decode_attention.c) and the forward's product (gemm_small.c), each handling one chunk; the
+// processor's features and the switches on them (features.c), which those files ask and which
+// asks none of them; OpenBLAS's kernel family (blas_core.c).
 #ifndef ROOKSCRIPT_KERNELS_H
 #define ROOKSCRIPT_KERNELS_H
 
@@ -97,23 +100,38 @@ void rk_gemm_nt8(float *out, const float *a, const float *w, long m, long j0, lo
                  long ldo, const float *res, const float *bias);
 void rk_gemm_nt_ref(float *out, const float *a, const float *w, long m, long j0, long j1, long k, long lda, long ldw,
                     long ldo, const float *res, const float *bias);
-int rk_has_avx2_fma(void);
-int rk_has_avx512(void);
-// Selects OpenBLAS's kernels for the processor's family when OpenBLAS fell back to its
-// Prescott ones for a processor it does not know (blas_core.c); returns the kernels' name.
-const char *rk_blas_fix_core(int avx512);
-// Makes OpenBLAS run its Haswell (AVX2) kernels in place of its AVX-512 ones (the backend's
-// kernels capped at AVX2); returns the kernels' name.
-const char *rk_blas_cap_avx2(void);
 
-// rk_has_avx2 reports whether the AVX2 paths run; rk_set_avx2(0) forces the scalar paths
-// (tests use it to check that both agree bit for bit).
+// The processor's features (features.c). rk_has_avx2 reports whether the AVX2 paths run;
+// rk_set_avx2(0) forces the scalar paths (tests use it to check that both agree bit for bit).
+// rk_has_avx512 says whether the processor has AVX-512 (F and DQ: the sixteen-lane kernels);
+// rk_set_avx512(0) leaves the AVX2 paths where kernels.c has sixteen-lane ones (tests compare
+// the two); rk_avx512_on says whether kernels.c runs its sixteen-lane paths. rk_has_avx2_fma
+// says whether the processor has AVX2 and FMA (the eight-lane paths' need).
 int rk_has_avx2(void);
 void rk_set_avx2(int on);
-// rk_set_avx512(0) leaves the AVX2 paths where kernels.c has sixteen-lane ones (tests compare
-// the two); rk_has_avx512 says whether the processor has them (gemm_small.c).
+int rk_has_avx512(void);
 void rk_set_avx512(int on);
-int rk_avx512_on(void); // whether kernels.c runs its sixteen-lane paths
+int rk_avx512_on(void);
+int rk_has_avx2_fma(void);
+
+// rk_cpu_features returns the RK_* bits of the features the processor and the operating
+// system support: those that decide OpenBLAS's kernel family (blasfamily.go).
+enum {
+	RK_AVX2 = 1 << 0,
+	RK_FMA = 1 << 1,
+	RK_AVX512F = 1 << 2,
+	RK_AVX512BW = 1 << 3,
+	RK_AVX512DQ = 1 << 4,
+	RK_AVX512VL = 1 << 5,
+	RK_AVX512BF16 = 1 << 6,
+};
+int rk_cpu_features(void);
+
+// OpenBLAS's kernel family (blas_core.c): rk_blas_set_core makes OpenBLAS run the kernels of
+// family core, as OPENBLAS_CORETYPE=core at load would have, and rk_blas_own_core makes it
+// run those it chooses itself at load; each returns the family OpenBLAS then runs.
+const char *rk_blas_set_core(const char *core);
+const char *rk_blas_own_core(void);
 
 // Copies n rows' keys and values into the KV cache (kernels.c).
 void rk_kv_write(float *kc, float *vc, const float *src, const int *slot, const int *pos, long n, long c, long cap);

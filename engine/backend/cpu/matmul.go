@@ -97,9 +97,9 @@ const ntMaxParts = 64
 // for two workers (1/(2·workers) of it), at least a grain: long runs of w's rows first, then
 // ever shorter ones, so that the workers finish together when one of them started late or
 // was slowed by the rest of the machine (parts of equal size left the other waiting for up
-// to one of them at every product). GPT-2 124M's decode step took 1-9% less time at 64 rows
-// and 4-10% at 8, its forward at 256 rows 1-3% (in-process alternated rounds, the project's
-// AMD EPYC), against four equal parts per worker.
+// to one of them at every product). GPT-2 124M's decode steps at 64 and 8 rows and its
+// forward take less time so than with four equal parts per worker (BenchmarkDecode124M,
+// BenchmarkForward124M).
 func (j *ntJob) cutColumns(n int, split bool, workers int) int {
 	if !split {
 		j.starts[0], j.starts[1] = 0, int32(n)
@@ -154,8 +154,8 @@ func (j *ntJob) run(w, lo, hi int) {
 // (whole tiles of the kernel), long ones first and short ones last (cutColumns). A training
 // batch's product (more rows than ntCopyRows, and at least a quarter as many rows as
 // columns) is cut into runs of rows instead, one per worker: split by columns, every part
-// read all of a and, at k = 3072, copied it (5-20% more CPU time for those products at 1198
-// rows). No result depends on the split, nor on the number of rows.
+// read all of a and, at k = 3072, copied it, costing those products more CPU time. No result
+// depends on the split, nor on the number of rows.
 func (c *CPU) nt(out, res, a, w, bias, gelu []float32, m, n, k, lda, ldw, ldo int) {
 	split := c.pool.workers > 1 && m*n*k >= gemmMinWork
 	c.ntj = ntJob{out: out, res: res, a: a, w: w, bias: bias, gelu: gelu, m: m, n: n, k: k, lda: lda, ldw: ldw, ldo: ldo, kern: ntUse}

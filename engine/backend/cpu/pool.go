@@ -17,10 +17,9 @@ type job interface {
 // which worker ran it (per-chunk partial results, never per-worker ones, for reductions).
 //
 // A helper parks as soon as its job is done. Spinning for the next one instead (helpers and
-// the caller each for up to 100 µs before parking, so that a decode step's calls, a few µs
-// apart, wake no one) saves the 23-32 µs a wake-up costs here, yet made the 8-row decode
-// step's products 11% slower (at 64 rows 6% faster; three alternated rookbench runs each, the
-// project's AMD EPYC).
+// the caller spinning a while before parking, so that a decode step's calls, close together,
+// wake no one) saves a wake-up (BenchmarkPoolWake), yet made the 8-row decode step's products
+// slower, the spinning taking the cores they run on (the 64-row ones gained a little).
 type pool struct {
 	workers int
 	wake    []chan struct{}
@@ -89,16 +88,15 @@ func (p *pool) run(j job, n, grain int) {
 		p.wake[w] <- struct{}{}
 	}
 	// A goroutine woken by a send waits in this P's runnext slot, and an idle P takes it from
-	// there only after a 3 µs sleep (runqgrab in the runtime's proc.go, which expects the
-	// sender to block at once and run it here). On the project's 2-core VM that sleep, with
-	// the idle processor halting and waking around it, started a parked helper a median of
-	// 97 µs after the send. Waking one more goroutine, which does nothing, takes the runnext
-	// slot and moves the helper to the run queue, which an idle P takes from at once: 23-29 µs
-	// (BenchmarkPoolWake). GPT-2 124M's forward took 6% less time, a decode step 2-3%
-	// (alternated rounds in one process). The no-op goroutines wait on a channel: started
-	// anew, they raised a train step's heap allocations (the runtime's own) from 2 to 22;
-	// parked, to 6. One not run since its last wake-up is not waiting, and there are enough
-	// of them that one is.
+	// there only after a short sleep (usleep(3) in runqgrab, the runtime's proc.go, which
+	// expects the sender to block at once and run it here). With the idle processor halting
+	// and waking around that sleep, a parked helper can start long after the send. Waking one
+	// more goroutine, which does nothing, takes the runnext slot and moves the helper to the
+	// run queue, which an idle P takes from at once (`go test -bench PoolWake
+	// ./engine/backend/cpu`); GPT-2 124M's forward and decode steps take less time so. The
+	// no-op goroutines wait on a channel: started anew, they raise a train step's heap
+	// allocations (the runtime's own) more than parked ones do. One not run since its last
+	// wake-up is not waiting, and there are enough of them that one is.
 	select {
 	case p.nudge <- struct{}{}:
 	default:

@@ -17,8 +17,8 @@
 // Each step waits for its loads (a __syncthreads after them), so a block pays the latency of a
 // load from memory once per step, and a decode step's products have too few blocks (64 rows ×
 // 768 columns make 192 tiles of 16) to hide it behind each other. The 16 × 16 tiles take steps
-// of 64: GPT-2 124M's decode step took 6.6 ms at 64 rows and 4.5 at 8, against 7.1 and 4.9 in
-// steps of 16; steps of 128 or 256 gained 0.1-0.2 ms more (an H100, medians of 3).
+// of 64, so each block pays that latency fewer times than in steps of 16; longer steps gain
+// little more.
 #include "common.cuh"
 
 // R rows and columns per thread: tiles of 16R × 16R; K: k per shared-memory step.
