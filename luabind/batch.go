@@ -12,14 +12,16 @@ import (
 
 const batchType = "rook.batch"
 
-// batch is a rollout: prompts, completions, and (once scored) rewards.
+// batch is a rollout: its prompts' items, the completions with the settings they were drawn
+// with, and (once scored) rewards. items[i] is the item of b.Prompts[i], the prompt of group i:
+// everything a scorer reads of the prompt, wherever the batch is scored.
 type batch struct {
-	b       *rollout.Batch
-	prompts []string
+	b     *rollout.Batch
+	items []item
 }
 
 func (b *batch) String() string {
-	return fmt.Sprintf("rook.batch(%d prompts × %d completions%s)", len(b.prompts), b.b.Group, map[bool]string{true: ", scored", false: ""}[b.b.Rewards != nil])
+	return fmt.Sprintf("rook.batch(%d prompts × %d completions%s)", len(b.items), b.b.Group, map[bool]string{true: ", scored", false: ""}[b.b.Rewards != nil])
 }
 
 func checkBatch(L *lua.LState, n int) *batch { return check[*batch](L, n, batchType) }
@@ -29,13 +31,15 @@ var batchMethods = map[string]lua.LGFunction{
 	"completion":  batchCompletion,
 	"texts":       batchTexts,
 	"prompts":     batchPrompts,
+	"items":       batchItems,
 	"set_rewards": batchSetRewards,
 	"rewards":     batchRewards,
 	"stats":       batchStats,
 }
 
 // Fields: batch.group, batch.size (completions), batch.scored, and how it was sampled:
-// batch.temperature, batch.top_k, batch.top_p, batch.greedy; batch[i] is completion i.
+// batch.temperature, batch.top_k, batch.top_p, batch.greedy, batch.max_new_tokens,
+// batch.seed, batch.stop, batch.stop_rule; batch[i] is completion i.
 func batchIndex(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	if i, ok := L.Get(2).(lua.LNumber); ok {
@@ -57,6 +61,14 @@ func batchIndex(L *lua.LState) int {
 		L.Push(lua.LNumber(b.b.Shaping.TopP))
 	case "greedy":
 		L.Push(lua.LBool(b.b.Shaping.Greedy))
+	case "max_new_tokens":
+		L.Push(lua.LNumber(b.b.MaxNewTokens))
+	case "seed":
+		L.Push(lua.LNumber(b.b.Seed))
+	case "stop":
+		L.Push(fromGo(L, b.b.Stop))
+	case "stop_rule":
+		L.Push(lua.LString(b.b.StopRule))
 	default:
 		L.Push(lua.LNil)
 	}
@@ -71,7 +83,7 @@ func completionTable(L *lua.LState, b *batch, i int) lua.LValue {
 	}
 	c := b.b.Completions[i-1]
 	t := L.CreateTable(0, 7)
-	t.RawSetString("prompt", lua.LString(b.prompts[c.Prompt]))
+	t.RawSetString("prompt", lua.LString(b.items[c.Prompt].prompt))
 	t.RawSetString("text", lua.LString(c.Text))
 	t.RawSetString("tokens", lua.LNumber(len(c.Tokens)))
 	t.RawSetString("truncated", lua.LBool(c.Truncated))
@@ -105,7 +117,20 @@ func batchPrompts(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	t := L.CreateTable(len(b.b.Completions), 0)
 	for _, c := range b.b.Completions {
-		t.Append(lua.LString(b.prompts[c.Prompt]))
+		t.Append(lua.LString(b.items[c.Prompt].prompt))
+	}
+	L.Push(t)
+	return 1
+}
+
+// batch:items() → the item of every prompt, one per group in order (a completion's group
+// indexes it), as item tables: a string prompt's has only prompt=; one from positions:next has
+// its fields, the game it is judged with among them.
+func batchItems(L *lua.LState) int {
+	b := checkBatch(L, 1)
+	t := L.CreateTable(len(b.items), 0)
+	for _, it := range b.items {
+		t.Append(it.table(L))
 	}
 	L.Push(t)
 	return 1
@@ -191,7 +216,7 @@ func (e *Env) luaRewardFn(L *lua.LState) int {
 	for i, c := range b.b.Completions {
 		e.guard.inLua(func() {
 			if err := L.CallByParam(lua.P{Fn: f, NRet: 1, Protect: false},
-				lua.LString(b.prompts[c.Prompt]), lua.LString(c.Text), completionTable(L, b, i+1)); err != nil {
+				lua.LString(b.items[c.Prompt].prompt), lua.LString(c.Text), completionTable(L, b, i+1)); err != nil {
 				L.RaiseError("%s", err.Error())
 			}
 		})

@@ -56,23 +56,6 @@ func (e *Env) registerChess(L *lua.LState, mod, reward *lua.LTable) {
 	registerType(L, gameType, gameMethods, nil)
 }
 
-// historiesKey is where an environment's rookworld.Histories lives in the Lua registry.
-const historiesKey = "rookscript/histories"
-
-// histories is the environment's book of the games behind A: prompts whose answer depends on
-// the game's history: positions:next writes it, every chess scorer (rook.reward.chess,
-// rook.chess.score, rook.eval) reads it, since a batch keeps only its prompts' text.
-func histories(L *lua.LState) *rookworld.Histories {
-	if ud, ok := L.G.Registry.RawGetString(historiesKey).(*lua.LUserData); ok {
-		return ud.Value.(*rookworld.Histories)
-	}
-	h := rookworld.NewHistories()
-	ud := L.NewUserData()
-	ud.Value = h
-	L.G.Registry.RawSetString(historiesKey, ud)
-	return h
-}
-
 // stockfishPool is the Lua type rook.stockfish: a pool of Stockfish processes.
 type stockfishPool struct{ p *stockfish.Pool }
 
@@ -286,11 +269,12 @@ func (p *positions) noteSkips() {
 	p.said = n
 }
 
-// data:next(n [, {task=}]) → list of n prompts as tables {prompt=, task="P"|"A", fen=,
-// move= (A:), target= (training-string sources), origin=}. The list is shorter at the end of
-// a source that does not loop. n items must fit the process's memory (about 3 kB each). An A:
-// prompt whose answer needs its game's history (a fivefold repetition; PGN and generator
-// sources know it) is remembered in the environment's histories for the scorers.
+// data:next(n [, {task=}]) → list of n prompts as item tables {prompt=, task="P"|"A", fen=,
+// move= (A:), target= (training-string sources), origin=, start_fen=, history=}. The list is
+// shorter at the end of a source that does not loop. n items must fit the process's memory
+// (about 3 kB each). An A: prompt whose answer needs its game's history (a fivefold
+// repetition; PGN and generator sources know it) carries that game on its table (start_fen,
+// history), for the scorers that judge it (item.go).
 func positionsNext(L *lua.LState) int {
 	p := checkPositions(L, 1)
 	n := L.OptInt(2, 1)
@@ -321,20 +305,7 @@ func positionsNext(L *lua.LState) int {
 }
 
 func itemTable(L *lua.LState, p *positions, it rookworld.Item, index int64, task string) *lua.LTable {
-	pr := p.mix.Prompt(it, index, task)
-	histories(L).Add(it, pr)
-	t := L.CreateTable(0, 6)
-	t.RawSetString("fen", lua.LString(pr.FEN))
-	t.RawSetString("origin", lua.LString(pr.Origin))
-	t.RawSetString("prompt", lua.LString(pr.Prompt))
-	t.RawSetString("task", lua.LString(pr.Task))
-	if it.Sample != nil {
-		t.RawSetString("target", lua.LString(pr.Target))
-	}
-	if pr.Move != "" {
-		t.RawSetString("move", lua.LString(pr.Move))
-	}
-	return t
+	return promptItem(it, p.mix.Prompt(it, index, task)).table(L)
 }
 
 // data:cursor() → a table saving the source's position (for checkpoints).
@@ -376,7 +347,6 @@ func scorer(L *lua.LState, n int, what string) *rookworld.Scorer {
 	if err != nil {
 		L.RaiseError("%s: %s", what, err.Error())
 	}
-	s.Histories = histories(L)
 	return s
 }
 
@@ -396,15 +366,15 @@ func optEngine(L *lua.LState, n int, call string) *stockfish.Pool {
 
 // rook.reward.chess(batch [, settings [, engine]]) scores every completion with the RookWorld
 // rewards (settings: rookworld.RewardConfig's, a table or a reward section; engine: the
-// rook.stockfish that judges P: answers), sets the batch's rewards and components
-// (policy/<name>, env/<name>, malformed, illegal) and returns {mean=, p_count=, a_count=,
-// malformed=, components={name = mean}}.
+// rook.stockfish that judges P: answers), each by its prompt's item on the batch, sets the
+// batch's rewards and components (policy/<name>, env/<name>, malformed, illegal) and returns
+// {mean=, p_count=, a_count=, malformed=, components={name = mean}}.
 func luaRewardChess(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	s := scorer(L, 2, "rook.reward.chess")
 	ins := make([]rookworld.Input, len(b.b.Completions))
 	for i, c := range b.b.Completions {
-		ins[i] = rookworld.Input{Prompt: b.prompts[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+		ins[i] = b.items[c.Prompt].input(c.Text, c.Truncated)
 	}
 	res, err := s.ScoreBatch(L.Context(), ins)
 	if err != nil {
@@ -512,41 +482,40 @@ func (o evalOptions) rollout() rollout.Config {
 // eval section.
 func (e *Env) luaEval(L *lua.LState) int {
 	m := checkModel(L, 1)
-	prompts := promptsArg(L, 2)
-	e.checkPrompts(prompts)
+	items := promptsArg(L, 2)
+	e.checkPrompts(texts(items))
 	o := settingsArg[evalOptions](L, 3, "eval", "rook.eval")
 	s, err := rookworld.NewScorer(optEngine(L, 4, "rook.eval"), o.Reward)
 	if err != nil {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
-	s.Histories = histories(L)
 	cfg := o.rollout()
 	// In a data-parallel run each rank answers its share of the prompts (prompt i on rank
 	// i mod size) and every rank gets every answer's result, so that all print one table.
 	c := e.world()
-	var share []string
+	var share []item
 	var at []int
-	for i, p := range prompts {
+	for i, it := range items {
 		if i%c.Size() == c.Rank() {
-			share, at = append(share, p), append(at, i)
+			share, at = append(share, it), append(at, i)
 		}
 	}
-	decoding := e.startPhase(fmt.Sprintf("eval: decoding %d prompts", len(prompts)), cfg.MaxNewTokens)
+	decoding := e.startPhase(fmt.Sprintf("eval: decoding %d prompts", len(items)), cfg.MaxNewTokens)
 	cfg.Progress = decoding.update
-	b := m.generate(L, share, cfg)
+	b := m.generate(L, texts(share), cfg)
 	decoding.done()
 	scoring := e.startPhase(fmt.Sprintf("eval: scoring %d answers", len(b.Completions)), len(b.Completions))
 	s.Progress = scoring.update
 	defer scoring.done()
 	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
-		ins[i] = rookworld.Input{Prompt: share[c.Prompt], Completion: c.Text, Truncated: c.Truncated}
+		ins[i] = share[c.Prompt].input(c.Text, c.Truncated)
 	}
 	mine, err := s.ScoreBatch(L.Context(), ins)
 	if err := e.agree(err); err != nil {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
-	res, err := gatherResults(c, mine, at, len(prompts))
+	res, err := gatherResults(c, mine, at, len(items))
 	if err != nil {
 		L.RaiseError("rook.eval: %s", err.Error())
 	}
@@ -556,7 +525,7 @@ func (e *Env) luaEval(L *lua.LState) int {
 		out[k] = v
 	}
 	sum := 0.0
-	answers := make([]any, len(prompts))
+	answers := make([]any, len(items))
 	for i, r := range res {
 		sum += r.Total
 		answers[i] = answerMetrics(r)
@@ -698,12 +667,12 @@ var gameMethods = map[string]lua.LGFunction{
 }
 
 // rook.chess.score(prompt, completion [, settings [, engine]]) → the scored answer: {total=,
-// task=, components={...}, malformed=, illegal=, problems={...}}; settings and engine as
-// rook.reward.chess takes them.
+// task=, components={...}, malformed=, illegal=, problems={...}}; prompt a string or an item
+// table (judged with the game it carries), settings and engine as rook.reward.chess takes them.
 func luaChessScore(L *lua.LState) int {
-	prompt, completion := L.CheckString(1), L.CheckString(2)
+	it, completion := promptArg(L, 1), L.CheckString(2)
 	s := scorer(L, 3, "rook.chess.score")
-	r, err := s.Score(L.Context(), rookworld.Input{Prompt: prompt, Completion: completion})
+	r, err := s.Score(L.Context(), it.input(completion, false))
 	if err != nil {
 		return pushErr(L, err)
 	}

@@ -1,13 +1,14 @@
 package luabind
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -18,12 +19,56 @@ import (
 	"github.com/rookscript/rookscript/engine/rollout"
 )
 
-// A recipe's config resolves once, here: its defaults, then a TOML file (config=PATH, or the
-// recipe's name with .toml beside it) or, with resume=DIR, the config the run recorded; then
-// the command line's key=value arguments. A key names a value of the recipe (steps), a
-// setting of a section (grpo.beta), or a setting by its own name when one section has it
-// (beta). Each section is then decoded over its engine call's defaults and validated; the
-// recipe's own values are checked against its rules. Every error names its key.
+// A recipe's config resolves once, in rook.config, from layers applied in order: the
+// recipe's defaults; a TOML file (config=PATH, or the recipe's name with .toml beside it) or,
+// with resume=DIR, the config the run recorded; then the command line's key=value arguments.
+// Every layer is a list of assignments to dotted keys, resolved one way: a key names a value
+// of the recipe (steps), a setting of a section (grpo.beta), a setting by its own name when
+// one section has it (beta), or a key inside a table the recipe declared empty (pass = {}).
+// A recipe value keeps its default's type; a section is decoded over its call's defaults and
+// validated, once. Where each key's value came from is recorded with the config (provenance;
+// a key absent there has the recipe's default). Every error is a *ConfigError naming its key.
+
+// ConfigError is a config key or value a recipe cannot run with. It comes without a Lua
+// traceback: the key says where to look.
+type ConfigError struct {
+	At     string // the recipe's file:line that resolved it
+	Source string // where the value came from: "command line", "config file x.toml", …
+	Key    string // dotted: "grpo.beta"; "" for an error of the whole config
+	Value  any    // the value refused; nil when the key itself is
+	Reason string
+	Err    error // the error behind Reason, when it names the key itself (an unknown option)
+}
+
+func (e *ConfigError) Error() string {
+	what := e.Key + ": " + e.Reason
+	if strings.HasPrefix(e.Reason, "must ") || strings.HasPrefix(e.Reason, "cannot ") {
+		what = e.Key + " " + e.Reason // a predicate reads as a sentence: "lr must be > 0"
+	}
+	parts := []string{e.At, e.Source, strings.Trim(what, ": ")}
+	if e.Err != nil {
+		parts = []string{e.At, e.Source, e.Err.Error()}
+	}
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), ": ")
+}
+
+func (e *ConfigError) Unwrap() error  { return e.Err }
+func (e *ConfigError) String() string { return e.Error() }
+
+const configErrorType = "rook.config_error"
+
+// raiseConfig raises err as a config error at the calling recipe's line.
+func raiseConfig(L *lua.LState, err error) {
+	ce := &ConfigError{Err: err}
+	errors.As(err, &ce) // a *ConfigError keeps its fields
+	ce.At = strings.TrimSuffix(L.Where(1), ":")
+	L.Error(newUserData(L, configErrorType, ce), 1)
+}
+
+// raiseConfigf raises a config error of the whole config (a plan over its budget, say).
+func raiseConfigf(L *lua.LState, format string, args ...any) {
+	raiseConfig(L, &ConfigError{Reason: fmt.Sprintf(format, args...)})
+}
 
 type override struct{ key, raw string }
 
@@ -33,116 +78,100 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0
 // TOML file of values, resume a run directory to continue.
 var reservedKeys = map[string]bool{"config": true, "resume": true}
 
+// resumeFixed are the keys no resume may change, whatever the recipe: the model a run starts
+// from (its reference is reloaded from there) and the seed its data derive from.
+var resumeFixed = []string{"model", "seed"}
+
 func parseOverrides(args []string) ([]override, error) {
 	var out []override
-	seen := map[string]bool{}
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
-		if !ok || !keyPattern.MatchString(k) {
+		switch {
+		case !ok || !keyPattern.MatchString(k):
 			return nil, fmt.Errorf("argument %q is not key=value", a)
-		}
-		if seen[k] {
+		case slices.ContainsFunc(out, func(o override) bool { return o.key == k }):
 			return nil, fmt.Errorf("key %q given twice on the command line", k)
 		}
-		seen[k] = true
 		out = append(out, override{key: k, raw: v})
 	}
 	return out, nil
 }
 
-// rook.config(defaults [, rules]) → cfg: the recipe's values as a table, and each section
-// (a key named after an engine call: grpo, rollout, adamw, reward, stockfish, eval, sft) as
-// its resolved settings. A run_dir in the config is checked now, as rook.run would (a new run
-// where checkpoints are, another process writing it), before the recipe loads anything.
+// A layer is a source of values: assignments of parsed values (TOML, a record) or of text
+// (the command line), which the key's type decides how to read.
+type layer struct {
+	source string
+	keys   []string
+	values []any
+	text   bool
+	record bool // a resumed run's record, which brings its own provenance
+}
+
+// resumeInfo is what resolving a resumed run's config found.
+type resumeInfo struct {
+	dir, checkpoint string
+	notes           []string
+	applied         bool // rook.run has resumed the run
+}
+
+// rook.config(defaults [, rules]) → cfg: the recipe's values as a table, and each section (a
+// key named after an engine call: grpo, rollout, adamw, reward, stockfish, eval, sft) as its
+// resolved settings. A run_dir in the config is checked now, as rook.run would, before the
+// recipe loads anything.
 func (e *Env) luaConfig(L *lua.LState) int {
 	g, err := toGo(L.CheckTable(1))
-	cfg, ok := g.(map[string]any)
+	values, ok := g.(map[string]any)
 	if err != nil || !ok {
-		L.ArgError(1, fmt.Sprintf("config defaults must be a table of named values%s", errSuffix(err)))
+		L.ArgError(1, "config defaults must be a table of named values"+errSuffix(err))
 	}
-	if err := finiteValues(cfg, ""); err != nil {
-		raiseConfig(L, "config defaults: %v", err)
+	c := &config{values: values, prov: map[string]any{}, open: map[string]bool{}}
+	c.findOpen(values, "")
+	defaults := layer{source: "recipe defaults"}
+	flatten(values, "", c.open, &defaults)
+	if err := c.check(defaults); err != nil {
+		raiseConfig(L, err)
 	}
-	for k, v := range cfg {
-		if s := sectionNamed(k); s != nil {
-			if _, ok := v.(map[string]any); !ok {
-				raiseConfig(L, "config defaults: %s must be a table of %s's settings, got a %s", k, s.call, typeName(v))
-			}
+	layers, err := e.layers(c)
+	var base map[string]any // a resumed run's record: what the layers after it change
+	for i := 0; err == nil && i < len(layers); i++ {
+		if err = c.apply(layers[i]); layers[i].record {
+			base = deepCopy(values).(map[string]any)
 		}
 	}
-	if err := e.resolveConfig(cfg); err != nil {
-		raiseConfig(L, "%v", err)
-	}
-	out, record, secs := L.NewTable(), map[string]any{}, map[string]*section{}
-	for _, k := range sortedKeys(cfg) {
-		s := sectionNamed(k)
-		if s == nil {
-			out.RawSetString(k, fromGo(L, cfg[k]))
-			record[k] = cfg[k]
-			continue
-		}
-		sec, err := newSectionValue(L, s, fromGo(L, cfg[k]).(*lua.LTable))
-		if err != nil {
-			raiseConfig(L, "config: %v", err)
-		}
-		out.RawSetString(k, newUserData(L, sectionType, sec))
-		record[k], secs[k] = sec.record(), sec
-	}
-	// Sections that run together: a GRPO step compares the groups its rollouts draw.
-	if secs["grpo"] != nil && secs["rollout"] != nil {
-		if err := grpo.CheckGroup(secs["rollout"].live.Interface().(*rollout.Config).Group); err != nil {
-			raiseConfig(L, "config: rollout.group: %v", err)
-		}
-	}
-	fixed, err := checkRules(L, e.guard, cfg, L.OptTable(2, nil))
 	if err != nil {
-		raiseConfig(L, "%v", err)
+		raiseConfig(L, err)
 	}
-	if e.resume != nil && !e.resume.applied {
-		if err := e.resume.checkFixed(fixed); err != nil {
-			raiseConfig(L, "%v", err)
-		}
-		e.resume.report(e) // what the resume changes, once the config is accepted
-	}
-	// A folder of runs (an ablation's arms) is the recipe's to read and write, as a run
-	// directory is. Each is granted only once every check has passed: a refused setting
-	// grants nothing, even to a recipe that catches the refusal.
-	var grants []func()
-	if dir, _ := cfg["base_dir"].(string); dir != "" {
-		grant, err := e.runDirGrant(dir, grantRuns)
-		if err != nil {
-			raiseConfig(L, "base_dir=%s: %v", dir, err)
-		}
-		grants = append(grants, grant)
-	}
-	if dir, _ := cfg["run_dir"].(string); dir != "" {
-		resume, _ := cfg["resume"].(string)
-		if resume != "" {
-			dir = resume
-		}
-		// A resume says first whether it names a run; a new run, whether it may be written.
-		preflight := func() {
-			if err := checkpoint.Preflight(dir, resume != ""); err != nil {
-				raiseConfig(L, "run_dir=%s: %v", dir, err)
+	out, rec := L.NewTable(), map[string]any{"provenance": c.prov}
+	for _, k := range sortedKeys(values) {
+		rec[k] = values[k]
+		if s := sectionNamed(k); s != nil {
+			p, err := s.read(fromGo(L, values[k]), k+".")
+			if err != nil {
+				raiseConfig(L, err)
+			}
+			rec[k] = record(p)
+			if roll, ok := p.(*rollout.Config); ok && values["grpo"] != nil { // a GRPO step compares a rollout's groups
+				if err := grpo.CheckGroup(roll.Group); err != nil {
+					raiseConfig(L, &ConfigError{Key: "rollout.group", Reason: err.Error()})
+				}
 			}
 		}
-		if resume != "" {
-			preflight()
-		}
-		grant, err := e.runDirGrant(dir, grantRun)
-		if err != nil {
-			raiseConfig(L, "run_dir=%s: %v", dir, err)
-		}
-		if resume == "" {
-			preflight()
-		}
-		grants = append(grants, grant)
+		out.RawSetString(k, fromGo(L, rec[k]))
 	}
-	for _, grant := range grants {
-		grant()
+	fixed, err := checkRules(L, e.guard, values, L.OptTable(2, nil))
+	if err != nil {
+		raiseConfig(L, err)
+	}
+	if ri := e.resume; ri != nil && !ri.applied {
+		if err := ri.check(e, base, values, append(fixed, resumeFixed...)); err != nil {
+			raiseConfig(L, err)
+		}
+	}
+	if err := e.grantRunDirs(values); err != nil {
+		raiseConfig(L, err)
 	}
 	e.mu.Lock()
-	e.config = record
+	e.config = rec
 	e.mu.Unlock()
 	L.Push(out)
 	return 1
@@ -155,219 +184,145 @@ func errSuffix(err error) string {
 	return ": " + err.Error()
 }
 
-// finiteValues reports a NaN or infinite number anywhere in m: no setting takes one, and a
-// run's config.json could not record it.
-func finiteValues(m map[string]any, prefix string) error {
-	for k, v := range m {
-		switch x := v.(type) {
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("key %q: want a finite number, got %g", prefix+k, x)
-			}
-		case map[string]any:
-			if err := finiteValues(x, prefix+k+"."); err != nil {
-				return err
-			}
-		case []any:
-			for i, e := range x {
-				if f, ok := e.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-					return fmt.Errorf("key %q element %d: want a finite number, got %g", prefix+k, i+1, f)
-				}
-			}
-		}
-	}
-	return nil
+// config is a config being resolved: its values, the tables that take any key, and where
+// each key's value came from.
+type config struct {
+	values map[string]any
+	open   map[string]bool
+	prov   map[string]any
 }
 
-func (e *Env) resolveConfig(cfg map[string]any) error {
-	if resumed, err := e.resumeConfig(cfg); resumed || err != nil {
-		return err
-	}
-	path := ""
-	for _, o := range e.args {
-		if o.key == "config" {
-			path = o.raw
-		}
-	}
-	if path == "" && e.opts.Recipe != "" {
-		if beside := strings.TrimSuffix(e.opts.Recipe, ".lua") + ".toml"; fileExists(beside) {
-			path = beside
-		}
-	}
-	if path != "" {
-		if err := mergeFile(cfg, path); err != nil {
-			return err
-		}
-	}
-	return e.applyOverrides(cfg, nil)
-}
-
-// mergeFile puts a TOML file's values over cfg.
-func mergeFile(cfg map[string]any, path string) error {
-	var file map[string]any
-	if _, err := toml.DecodeFile(path, &file); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	values := normalizeTOML(file).(map[string]any)
-	if err := finiteValues(values, ""); err != nil {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	if err := merge(cfg, values, "", "config file "+path); err != nil {
-		return err
-	}
-	cfg["config"] = path
-	return nil
-}
-
-// applyOverrides applies the command line's key=value arguments (but resume and config),
-// each key once, calling seen for every key it sets.
-func (e *Env) applyOverrides(cfg map[string]any, seen func(o override) error) error {
-	open := openTables(cfg, "", map[string]bool{})
-	set := map[string]override{}
-	for _, o := range e.args {
-		if reservedKeys[o.key] {
-			cfg[o.key] = o.raw
-			continue
-		}
-		if seen != nil {
-			if err := seen(o); err != nil {
-				return err
-			}
-		}
-		key, err := applyOverride(cfg, o, open)
-		if err != nil {
-			return fmt.Errorf("override %s=%s: %w", o.key, o.raw, err)
-		}
-		if prev, twice := set[key]; twice {
-			return fmt.Errorf("%s=%s and %s=%s both set %s (one setting by two names): give it once", prev.key, prev.raw, o.key, o.raw, key)
-		}
-		set[key] = o
-	}
-	return nil
-}
-
-// openTables finds the tables a recipe declared empty, outside sections: open maps that take
-// any key, for settings passed through to something else (ablate.lua's pass = {}).
-func openTables(m map[string]any, prefix string, out map[string]bool) map[string]bool {
+// findOpen notes the tables a recipe declared empty, outside sections: they take any key
+// (ablate.lua's pass = {}).
+func (c *config) findOpen(m map[string]any, prefix string) {
 	for k, v := range m {
 		if sub, ok := v.(map[string]any); ok && (prefix != "" || sectionNamed(k) == nil) {
-			if len(sub) == 0 {
-				out[prefix+k] = true
-			}
-			openTables(sub, prefix+k+".", out)
+			c.open[prefix+k] = len(sub) == 0
+			c.findOpen(sub, prefix+k+".")
 		}
 	}
-	return out
 }
 
-// merge puts src's values over dst (a config, or a table in it at prefix). A key of the
-// recipe keeps its type; a section takes any of its settings (checked when it is decoded);
-// a setting's own name at the top reaches its section.
-func merge(dst, src map[string]any, prefix, origin string) error {
-	for _, k := range sortedKeys(src) {
-		v, name := src[k], prefix+k
-		old, declared := dst[k]
-		switch sub, isMap := old.(map[string]any); {
-		case prefix == "" && sectionNamed(k) != nil && declared:
-			vm, ok := v.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: %s must be a table of settings, got a %s", origin, k, typeName(v))
+// flatten adds m's leaves to ly; a table the recipe keeps open is one value, and a record's
+// null a setting left at its default.
+func flatten(m map[string]any, prefix string, open map[string]bool, ly *layer) {
+	for _, k := range sortedKeys(m) {
+		if sub, ok := m[k].(map[string]any); ok && !open[prefix+k] && len(sub) > 0 {
+			flatten(sub, prefix+k+".", open, ly)
+		} else if m[k] != nil {
+			ly.keys, ly.values = append(ly.keys, prefix+k), append(ly.values, m[k])
+		}
+	}
+}
+
+// check refuses what no config may hold: a non-finite number (config.json could not record
+// it), a section given as something other than a table.
+func (c *config) check(ly layer) error {
+	for i, key := range ly.keys {
+		var bad any
+		var walk func(v any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case float64:
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					bad = x
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			case map[string]any:
+				for _, e := range x {
+					walk(e)
+				}
 			}
-			mergeLoose(sub, vm)
-		case prefix == "" && !declared && reservedKeys[k]:
-			dst[k] = fmt.Sprint(v)
-		case prefix == "" && !declared:
-			at, err := findSetting(dst, k)
-			if err != nil {
-				return fmt.Errorf("%s: %w", origin, err)
-			}
-			setAt(dst, at, v)
-		case !declared:
-			return fmt.Errorf("%s: unknown key %q%s", origin, name, didYouMean(k, sortedKeys(dst)))
-		case isMap && len(sub) == 0:
-			if _, ok := v.(map[string]any); !ok {
-				return fmt.Errorf("%s: key %q must be a table, got a %s", origin, name, typeName(v))
-			}
-			dst[k] = v // an open table takes the keys as they are
-		case isMap:
-			vm, ok := v.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: key %q must be a table, got a %s", origin, name, typeName(v))
-			}
-			if err := merge(sub, vm, name+".", origin); err != nil {
-				return err
-			}
-		default:
-			if err := sameType(old, v); err != nil {
-				return fmt.Errorf("%s: key %q: %w", origin, name, err)
-			}
-			dst[k] = v
+		}
+		walk(ly.values[i])
+		if bad != nil {
+			return &ConfigError{Key: key, Source: ly.source, Value: bad, Reason: fmt.Sprintf("want a finite number, got %g", bad)}
+		}
+		if _, isMap := ly.values[i].(map[string]any); sectionNamed(key) != nil && !isMap {
+			s := sectionNamed(key)
+			return &ConfigError{Key: key, Source: ly.source, Reason: fmt.Sprintf("must be a table of %s's settings, got a %s", s.call, typeName(ly.values[i]))}
 		}
 	}
 	return nil
 }
 
-// mergeLoose puts src over dst, tables into tables.
-func mergeLoose(dst, src map[string]any) {
-	for k, v := range src {
-		sub, ok1 := dst[k].(map[string]any)
-		vm, ok2 := v.(map[string]any)
-		if ok1 && ok2 {
-			mergeLoose(sub, vm)
+// layers are the sources over the recipe's defaults: the resumed run's record or a TOML
+// file, then the command line.
+func (e *Env) layers(c *config) ([]layer, error) {
+	var out []layer
+	cli := layer{source: "command line", text: true}
+	args := map[string]string{}
+	for _, o := range e.args {
+		if args[o.key] = o.raw; reservedKeys[o.key] {
+			c.values[o.key] = o.raw
 		} else {
-			dst[k] = v
+			cli.keys, cli.values = append(cli.keys, o.key), append(cli.values, o.raw)
 		}
 	}
-}
-
-// findSetting is the path of the one section setting called key among the config's sections:
-// {"grpo", "beta"} for beta. An old name is refused with the new one; a name several sections
-// share must be written with its section.
-func findSetting(cfg map[string]any, key string) ([]string, error) {
-	var found [][]string
-	for _, s := range sectionSpecs {
-		if _, declared := cfg[s.name]; !declared {
-			continue
-		}
-		var walk func(t reflect.Type, at []string) error
-		walk = func(t reflect.Type, at []string) error {
-			sc := schemaOf(t)
-			if c, ok := sc.renamed[key]; ok {
-				return fmt.Errorf("%s is now %s", key, strings.Join(append(at, c), "."))
-			}
-			if c, err := sc.canonical(key, ""); err == nil {
-				found = append(found, append(at[:len(at):len(at)], c))
-			}
-			for _, name := range sc.names {
-				if f := sc.fields[name]; f.typ.Kind() == reflect.Struct {
-					if err := walk(f.typ, append(at[:len(at):len(at)], name)); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}
-		if err := walk(s.typ, []string{s.name}); err != nil {
+	if dir := args["resume"]; dir != "" {
+		ly, err := e.resumeLayer(c, dir, args)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, ly)
 	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		known := sortedKeys(cfg) // a bare name may be the recipe's or a section's setting
-		for _, s := range sectionSpecs {
-			if _, declared := cfg[s.name]; declared {
-				known = append(known, schemaOf(s.typ).known()...)
-			}
+	path := args["config"]
+	if beside := strings.TrimSuffix(e.opts.Recipe, ".lua") + ".toml"; path == "" && args["resume"] == "" && e.opts.Recipe != "" && fileExists(beside) {
+		path = beside
+	}
+	if path != "" {
+		ly := layer{source: "config file " + path}
+		var file map[string]any
+		if _, err := toml.DecodeFile(path, &file); err != nil {
+			return nil, &ConfigError{Source: ly.source, Reason: err.Error()}
 		}
-		return nil, fmt.Errorf("unknown key %q%s", key, didYouMean(key, known))
+		flatten(normalizeTOML(file).(map[string]any), "", c.open, &ly)
+		out = append(out, ly)
+		c.values["config"] = path
 	}
-	var names []string
-	for _, f := range found {
-		names = append(names, strings.Join(f, "."))
+	return append(out, cli), nil
+}
+
+// apply sets a layer's values, each setting once.
+func (c *config) apply(ly layer) error {
+	if err := c.check(ly); err != nil && !ly.text {
+		return err
 	}
-	return nil, fmt.Errorf("%q is a setting of several sections: write %s", key, strings.Join(names, " or "))
+	set := map[string]string{} // canonical key → the key that set it
+	for i, key := range ly.keys {
+		fail := func(reason string) error {
+			return &ConfigError{Key: key, Source: ly.source, Value: ly.values[i], Reason: reason}
+		}
+		path, like, err := c.resolve(key)
+		var unknown *UnknownOptionError
+		if errors.As(err, &unknown) {
+			return &ConfigError{Key: key, Source: ly.source, Err: err} // it names its key
+		} else if err != nil {
+			return fail(err.Error())
+		}
+		canon := strings.Join(path, ".")
+		if prev, twice := set[canon]; twice {
+			return &ConfigError{Key: canon, Source: ly.source, Reason: fmt.Sprintf("%s and %s both set it (one setting by two names): give it once", prev, key)}
+		}
+		set[canon] = key
+		v := ly.values[i]
+		if ly.text {
+			v, err = parseAs(like, v.(string))
+		} else if like != nil {
+			err = sameType(like, v)
+		}
+		if err != nil {
+			return fail(err.Error())
+		}
+		setAt(c.values, path, v)
+		if !ly.record {
+			c.prov[canon] = ly.source
+		}
+	}
+	return nil
 }
 
 // setAt stores v at a path of tables, making the tables it lacks.
@@ -383,80 +338,207 @@ func setAt(m map[string]any, path []string, v any) {
 	m[path[len(path)-1]] = v
 }
 
-// applyOverride sets the value a key=value argument names, parsed as that value's type, and
-// returns the key it set (its canonical dotted name).
-func applyOverride(cfg map[string]any, o override, open map[string]bool) (string, error) {
-	path := strings.Split(o.key, ".")
-	if _, declared := cfg[path[0]]; !declared && len(path) == 1 {
-		at, err := findSetting(cfg, path[0])
+// resolve finds the dotted path key names and a value of the type it takes (nil: any, inside
+// an open table).
+func (c *config) resolve(key string) ([]string, any, error) {
+	path := strings.Split(key, ".")
+	if _, declared := c.values[path[0]]; !declared && len(path) == 1 {
+		at, err := c.findSetting(path[0])
 		if err != nil {
-			return "", err
+			return nil, nil, err
 		}
 		path = at
 	}
 	if s := sectionNamed(path[0]); s != nil {
-		if _, declared := cfg[path[0]]; !declared {
-			return "", fmt.Errorf("this recipe has no %s section", path[0])
+		if _, declared := c.values[path[0]]; !declared {
+			return nil, nil, fmt.Errorf("this recipe has no %s section", path[0])
+		} else if len(path) == 1 {
+			return nil, nil, fmt.Errorf("a section: set one of its settings (%s.KEY=VALUE)", path[0])
 		}
-		if len(path) == 1 {
-			return "", fmt.Errorf("%s is a section: set one of its settings (%s.KEY=VALUE)", path[0], path[0])
-		}
-		{
-			t, canon := s.typ, []string{path[0]}
-			for i, p := range path[1:] {
-				if t.Kind() != reflect.Struct {
-					return "", fmt.Errorf("%s is not a table of settings", strings.Join(canon, "."))
-				}
-				c, err := schemaOf(t).canonical(p, strings.Join(canon, ".")+".")
-				if err != nil {
-					return "", err
-				}
-				canon, t = append(canon, c), schemaOf(t).fields[c].typ
-				if i == len(path)-2 && t.Kind() == reflect.Struct {
-					return "", fmt.Errorf("%s is a table of settings: set one of them", strings.Join(canon, "."))
-				}
+		t, canon := s.typ, path[:1]
+		for _, p := range path[1:] {
+			if t.Kind() != reflect.Struct {
+				return nil, nil, fmt.Errorf("%s is not a table of settings", strings.Join(canon, "."))
 			}
-			v, err := parseAs(likeOf(t), o.raw)
+			name, err := schemaOf(t).canonical(p, strings.Join(canon, ".")+".")
 			if err != nil {
-				return "", err
+				return nil, nil, err
 			}
-			setAt(cfg, canon, v)
-			return strings.Join(canon, "."), nil
+			canon, t = append(canon[:len(canon):len(canon)], name), schemaOf(t).fields[name].typ
 		}
+		if t.Kind() == reflect.Struct {
+			return nil, nil, fmt.Errorf("%s is a table of settings: set one of them", strings.Join(canon, "."))
+		}
+		return canon, likeOf(t), nil
 	}
-	m, inOpen := cfg, false
-	for i, p := range path[:len(path)-1] {
-		inOpen = inOpen || open[strings.Join(path[:i], ".")]
-		sub, ok := m[p].(map[string]any)
-		if !ok && inOpen && m[p] == nil {
-			sub, ok = map[string]any{}, true // an open table takes nested keys too
-			m[p] = sub
+	m := c.values
+	for i, p := range path {
+		if c.open[strings.Join(path[:i], ".")] {
+			return path, nil, nil
 		}
-		if !ok {
-			return "", fmt.Errorf("%q is not a table in the recipe's config%s", strings.Join(path[:i+1], "."), didYouMean(p, sortedKeys(m)))
+		v, ok := m[p]
+		sub, isMap := v.(map[string]any)
+		switch {
+		case !ok:
+			return nil, nil, &UnknownOptionError{What: "key", Key: p, Suggestion: didYouMean(p, sortedKeys(m))}
+		case i == len(path)-1:
+			return path, v, nil
+		case !isMap:
+			return nil, nil, fmt.Errorf("%q is not a table in the recipe's config", strings.Join(path[:i+1], "."))
 		}
 		m = sub
 	}
-	last := path[len(path)-1]
-	old, ok := m[last]
-	switch {
-	case !ok && len(path) > 1 && (inOpen || open[strings.Join(path[:len(path)-1], ".")]):
-		var doc map[string]any
-		if _, err := toml.Decode("v = "+o.raw, &doc); err == nil {
-			m[last] = normalizeTOML(doc["v"])
-		} else {
-			m[last] = o.raw
+	return path, nil, nil
+}
+
+// findSetting is the path of the one section setting called key among the config's sections:
+// {"grpo", "beta"} for beta; a name several sections share must be written with its section.
+func (c *config) findSetting(key string) ([]string, error) {
+	var found [][]string
+	known := sortedKeys(c.values)
+	var walk func(t reflect.Type, at []string)
+	walk = func(t reflect.Type, at []string) {
+		sc := schemaOf(t)
+		if name, err := sc.canonical(key, ""); err == nil {
+			found = append(found, append(at[:len(at):len(at)], name))
 		}
-	case !ok:
-		return "", fmt.Errorf("unknown key %q%s", o.key, didYouMean(last, sortedKeys(m)))
-	default:
-		v, err := parseAs(old, o.raw)
-		if err != nil {
-			return "", err
+		known = append(known, sc.known()...)
+		for _, name := range sc.names {
+			if f := sc.fields[name]; f.typ.Kind() == reflect.Struct {
+				walk(f.typ, append(at[:len(at):len(at)], name))
+			}
 		}
-		m[last] = v
 	}
-	return strings.Join(path, "."), nil
+	for _, s := range sectionSpecs {
+		if _, declared := c.values[s.name]; declared {
+			walk(s.typ, []string{s.name})
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, &UnknownOptionError{What: "key", Key: key, Suggestion: didYouMean(key, known)}
+	case 1:
+		return found[0], nil
+	}
+	var names []string
+	for _, f := range found {
+		names = append(names, strings.Join(f, "."))
+	}
+	return nil, fmt.Errorf("a setting of several sections: write %s", strings.Join(names, " or "))
+}
+
+// resumeLayer is the config a resumed run recorded (its newest checkpoint's): `resume=runs/x`
+// alone continues exactly the run that was started, and the TOML beside the recipe is not read
+// again (its values at the start are in the record).
+func (e *Env) resumeLayer(c *config, dir string, args map[string]string) (layer, error) {
+	fail := func(format string, a ...any) (layer, error) {
+		return layer{}, &ConfigError{Source: "resume=" + dir, Reason: fmt.Sprintf(format, a...)}
+	}
+	ro, err := checkpoint.OpenReadOnly(dir)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer ro.Close()
+	raw, name, err := ro.RecordedConfig()
+	var rec map[string]any
+	switch {
+	case err != nil:
+		return fail("%v", err)
+	case raw == nil:
+		return fail("checkpoint %s records no config and the run has no config.json: the settings it ran with are unknown", name)
+	case json.Unmarshal(raw, &rec) != nil:
+		return fail("checkpoint %s: its recorded config is not JSON", name)
+	}
+	ri := &resumeInfo{dir: dir, checkpoint: name}
+	if prov, ok := rec["provenance"].(map[string]any); ok {
+		c.prov = prov
+	}
+	var foreign []string
+	for _, k := range sortedKeys(rec) {
+		if _, declared := c.values[k]; !declared && k != "provenance" && !reservedKeys[k] {
+			foreign = append(foreign, k)
+		}
+	}
+	for _, k := range []string{"provenance", "resume", "config"} {
+		delete(rec, k)
+	}
+	switch at := filepath.Join(dir, "recipe.lua"); {
+	case len(foreign) == 1:
+		return fail("checkpoint %s recorded key %q, which this recipe does not declare%s: resume with the recipe the run started with (its copy is %s)",
+			name, foreign[0], didYouMean(foreign[0], sortedKeys(c.values)), at)
+	case len(foreign) > 1: // another recipe's run: no one key's did-you-mean would help
+		return fail("checkpoint %s recorded keys this recipe does not declare (%s): the run was started by another recipe (its copy is %s)",
+			name, strings.Join(foreign, ", "), at)
+	}
+	for _, k := range sortedKeys(c.values) {
+		if _, ok := rec[k]; !ok && !reservedKeys[k] {
+			ri.notes = append(ri.notes, fmt.Sprintf("%s is not in the run's record (a key the recipe gained since): the recipe's default %s", k, show(c.values[k])))
+		}
+	}
+	if old, ok := rec["run_dir"].(string); ok { // the run is where it is resumed, whatever the record calls it
+		if !sameDir(old, dir) {
+			ri.notes = append(ri.notes, fmt.Sprintf("run_dir %s → %s (the directory resumed)", old, dir))
+		}
+		rec["run_dir"] = dir
+		if given, ok := args["run_dir"]; ok && !sameDir(given, dir) {
+			return fail("run_dir=%s names another directory: a resumed run writes where it ran (leave run_dir out, or give the same directory)", given)
+		} else if ok {
+			rec["run_dir"] = given // as the command line spells it: no change to report
+		}
+	}
+	e.resume = ri
+	ly := layer{source: "checkpoint " + name, record: true}
+	flatten(rec, "", c.open, &ly)
+	return ly, nil
+}
+
+// check refuses a change of a key no resume may change, then prints what the resume takes
+// from the record and what the command line changes.
+func (ri *resumeInfo) check(e *Env, base, now map[string]any, fixed []string) error {
+	changes := diffConfig(base, now, "")
+	for _, k := range fixed {
+		if ch, ok := changes[k]; ok {
+			return &ConfigError{Key: k, Source: "resume=" + ri.dir, Value: ch[1], Reason: fmt.Sprintf(
+				"cannot change in the middle of a run (it ran with %s, the command line gives %s): start a new run for that", show(ch[0]), show(ch[1]))}
+		}
+	}
+	if e.opts.Quiet {
+		return nil
+	}
+	fmt.Fprintf(e.out, "resume %s: the config recorded by %s", ri.dir, ri.checkpoint)
+	if len(changes) == 0 {
+		fmt.Fprintf(e.out, ", unchanged\n")
+	} else {
+		fmt.Fprintf(e.out, ", changed by the command line:\n")
+	}
+	for _, k := range sortedKeys(changes) {
+		fmt.Fprintf(e.out, "  %s: %s → %s\n", k, show(changes[k][0]), show(changes[k][1]))
+	}
+	for _, n := range ri.notes {
+		fmt.Fprintf(e.out, "  note: %s\n", n)
+	}
+	return nil
+}
+
+// diffConfig lists the leaves that differ between a and b under their dotted names (an open
+// table counts as one value).
+func diffConfig(a, b map[string]any, prefix string) map[string][2]any {
+	out := map[string][2]any{}
+	keys := append(sortedKeys(a), sortedKeys(b)...)
+	for _, k := range keys {
+		am, aok := a[k].(map[string]any)
+		bm, bok := b[k].(map[string]any)
+		switch {
+		case reservedKeys[k] && prefix == "":
+		case aok && bok && len(am) > 0 && len(bm) > 0:
+			for dk, v := range diffConfig(am, bm, prefix+k+".") {
+				out[dk] = v
+			}
+		case show(a[k]) != show(b[k]):
+			out[prefix+k] = [2]any{a[k], b[k]}
+		}
+	}
+	return out
 }
 
 // likeOf is a value of the Go type a setting of type t takes from a config: what parseAs
@@ -469,39 +551,30 @@ func likeOf(t reflect.Type) any {
 		return ""
 	case reflect.Slice:
 		return []any{likeOf(t.Elem())}
-	case reflect.Struct:
-		return map[string]any{}
 	}
 	return 0.0
 }
 
-// parseAs parses text as a value of the same type as like; a list or a table is written in
-// TOML syntax (betas=[0.9,0.95]).
+// parseAs reads a key=value argument's text as a value of like's type (any, for nil): a
+// string as it is, anything else in TOML syntax (betas=[0.9,0.95]).
 func parseAs(like any, text string) (any, error) {
-	switch like.(type) {
-	case float64:
-		f, err := strconv.ParseFloat(text, 64)
-		switch {
-		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return nil, fmt.Errorf("want a number, got %q", text)
-		case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
-			return nil, fmt.Errorf("want a finite number, got %q", text)
-		}
-		return f, nil
-	case bool:
-		b, err := strconv.ParseBool(text)
-		if err != nil {
-			return nil, fmt.Errorf("want true or false, got %q", text)
-		}
-		return b, nil
-	case string:
+	if _, isString := like.(string); isString {
 		return text, nil
 	}
 	var doc map[string]any
 	if _, err := toml.Decode("v = "+text, &doc); err != nil {
-		return nil, fmt.Errorf("want a %s in TOML syntax (e.g. [1, 2]): %v", typeName(like), err)
+		if like == nil {
+			return text, nil // inside an open table, text that is no TOML value is a string
+		}
+		return nil, fmt.Errorf("want a %s, got %q", typeName(like), text)
 	}
 	v := normalizeTOML(doc["v"])
+	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
+		return nil, fmt.Errorf("want a finite number, got %q", text)
+	}
+	if like == nil {
+		return v, nil
+	}
 	return v, sameType(like, v)
 }
 
@@ -542,13 +615,15 @@ func normalizeTOML(v any) any {
 	switch x := v.(type) {
 	case int64:
 		return float64(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeTOML(e)
-		}
-		return out
 	case []map[string]any:
+		return normalizeTOML(func() []any {
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = e
+			}
+			return out
+		}())
+	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
 			out[i] = normalizeTOML(e)
@@ -564,29 +639,22 @@ func normalizeTOML(v any) any {
 	return v
 }
 
+func deepCopy(v any) any { return normalizeTOML(v) } // a copy of maps and lists, as normalizing makes
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 
-// ConfigError is a config value a recipe cannot run with. It names its key and comes
-// without a Lua traceback: the key says where to look.
-type ConfigError struct{ Msg string }
-
-func (e *ConfigError) Error() string  { return e.Msg }
-func (e *ConfigError) String() string { return e.Msg }
-
-const configErrorType = "rook.config_error"
-
-// raiseConfig raises a ConfigError at the calling recipe's line.
-func raiseConfig(L *lua.LState, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if where := L.Where(1); where != "" {
-		msg = where + " " + msg
+// show writes a config value as JSON (maps with sorted keys), the form the record uses.
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
 	}
-	L.Error(newUserData(L, configErrorType, &ConfigError{Msg: msg}), 1)
+	return string(b)
 }

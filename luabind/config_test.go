@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,20 +24,21 @@ func TestConfigSources(t *testing.T) {
 	cases := []struct {
 		name, toml string
 		args       []string
-		want       string // output, or an error substring
+		want       string // the output; or, for an error, the key it names and the source the key came from
+		key, from  string
 	}{
-		{"defaults", "", nil, "200\t1e-05\tbase\t0.95\tfalse\t-"},
-		{"toml beside the recipe", "steps = 50\nname = \"t\"\n[opt]\nbetas = [0.8, 0.9]\n", nil, "50\t1e-05\tt\t0.9\tfalse\t-"},
-		{"override beats toml", "steps = 50\n", []string{"steps=60", "flag=true"}, "60\t1e-05\tbase\t0.95\ttrue\t-"},
-		{"config= names another file", "steps = 50\n", []string{"config=" + other}, "7\t1e-05\tbase\t0.95\tfalse\t-"},
-		{"resume needs a run to resume", "", []string{"resume=runs/x"}, "resume=runs/x: runs/x does not exist"},
-		{"unknown toml key", "stpes = 5\n", nil, `train.toml: unknown key "stpes" (did you mean "steps"?)`},
-		{"toml type mismatch", "name = 5\n", nil, `key "name": want a string like the recipe's default, got a number`},
-		{"nested unknown", "[opt]\nbeta = 1\n", nil, `unknown key "opt.beta"`},
-		{"list element type", "", []string{`opt.betas=["a", "b"]`}, "element 1: want a number, got a string"},
-		{"bad boolean", "", []string{"flag=yes"}, "want true or false"},
-		{"missing config file", "", []string{"config=" + filepath.Join(dir, "nope.toml")}, "nope.toml"},
-		{"open table takes any key", "", []string{"pass.model=random:tiny", "pass.size=8", "pass.xs=[1, 2]"}, "random:tiny\t8\t2"},
+		{"defaults", "", nil, "200\t1e-05\tbase\t0.95\tfalse\t-", "", ""},
+		{"toml beside the recipe", "steps = 50\nname = \"t\"\n[opt]\nbetas = [0.8, 0.9]\n", nil, "50\t1e-05\tt\t0.9\tfalse\t-", "", ""},
+		{"override beats toml", "steps = 50\n", []string{"steps=60", "flag=true"}, "60\t1e-05\tbase\t0.95\ttrue\t-", "", ""},
+		{"config= names another file", "steps = 50\n", []string{"config=" + other}, "7\t1e-05\tbase\t0.95\tfalse\t-", "", ""},
+		{"open table takes any key", "", []string{"pass.model=random:tiny", "pass.size=8", "pass.xs=[1, 2]"}, "random:tiny\t8\t2", "", ""},
+		{"resume needs a run to resume", "", []string{"resume=runs/x"}, "", "", "resume=runs/x"},
+		{"unknown toml key", "stpes = 5\n", nil, "", "stpes", "config file " + filepath.Join(dir, "train.toml")},
+		{"toml type mismatch", "name = 5\n", nil, "", "name", "config file " + filepath.Join(dir, "train.toml")},
+		{"nested unknown", "[opt]\nbeta = 1\n", nil, "", "opt.beta", "config file " + filepath.Join(dir, "train.toml")},
+		{"list element type", "", []string{`opt.betas=["a", "b"]`}, "", "opt.betas", "command line"},
+		{"bad boolean", "", []string{"flag=yes"}, "", "flag", "command line"},
+		{"missing config file", "", []string{"config=" + filepath.Join(dir, "nope.toml")}, "", "", "config file " + filepath.Join(dir, "nope.toml")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,14 +48,27 @@ func TestConfigSources(t *testing.T) {
 				os.WriteFile(toml, []byte(c.toml), 0o644)
 			}
 			out, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
-			got := strings.TrimSpace(out)
-			if err != nil {
-				got = err.Error()
-			}
-			if !strings.Contains(got, c.want) {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
+			checkConfigOutcome(t, strings.TrimSpace(out), err, c.want, c.key, c.from)
 		})
+	}
+}
+
+// checkConfigOutcome checks a config's output (want), or its *ConfigError: the key it names
+// and where the key's value came from.
+func checkConfigOutcome(t *testing.T, out string, err error, want, key, from string) {
+	t.Helper()
+	var ce *ConfigError
+	switch {
+	case want != "" && err != nil:
+		t.Fatalf("error %v, want the output %q", err, want)
+	case want != "" && out != want:
+		t.Fatalf("output %q, want %q", out, want)
+	case want == "" && !errors.As(err, &ce):
+		t.Fatalf("error %v (%T), want a *ConfigError", err, err)
+	case want == "" && (ce.Key != key || ce.Source != from):
+		t.Fatalf("config error %q names key %q from %q, want %q from %q", err, ce.Key, ce.Source, key, from)
+	case want == "" && strings.Contains(err.Error(), "traceback"):
+		t.Errorf("config error with a traceback: %s", err)
 	}
 }
 
@@ -82,27 +97,29 @@ func TestConfigSectionsAndRules(t *testing.T) {
 		                          even = function(v) return v % 2 == 0, "must be even" end })
 		print(cfg.grpo.beta, cfg.grpo.epsilon, cfg.steps, cfg.grid.loss_type[2] or "-", cfg.grpo.loss_type)
 	`), 0o644)
+	toml := "config file " + filepath.Join(dir, "train.toml")
 	cases := []struct {
 		name, toml string
 		args       []string
 		want       string
+		key, from  string
 	}{
-		{"defaults", "", nil, "0.02	0.2	10	-	grpo"},
-		{"alias override", "", []string{"kl_coef=0.05", "grpo.epsilon=0.1"}, "0.05	0.1	10	-	grpo"},
-		{"a setting the recipe never named", "", []string{"loss_type=dapo"}, "0.02	0.2	10	-	dapo"},
-		{"alias in toml", "kl_coef = 0.07\n", nil, "0.07\t0.2\t10\t-\tgrpo"},
-		{"section in toml", "[grpo]\nepsilon = 0.3\nloss_type = \"bnpo\"\n", nil, "0.02\t0.3\t10\t-\tbnpo"},
-		{"a recipe table", "", []string{`grid.loss_type=["grpo", "dapo"]`}, "0.02\t0.2\t10\tdapo\tgrpo"},
-		{"two names on the command line", "", []string{"beta=0.1", "kl_coef=0.2"}, `beta=0.1 and kl_coef=0.2 both set grpo.beta (one setting by two names): give it once`},
-		{"two names in toml", "[grpo]\nbeta = 0.1\nkl_coef = 0.2\n", nil, `option "grpo.beta" is given twice, as "grpo.beta", "grpo.kl_coef"`},
-		{"nan override", "", []string{"kl_coef=nan"}, `override kl_coef=nan: want a finite number, got "nan"`},
-		{"inf in toml", "[grpo]\nbeta = inf\n", nil, `key "grpo.beta": want a finite number, got +Inf`},
-		{"misspelt setting", "", []string{"grpo.klcoef=1"}, `unknown option "grpo.klcoef" (did you mean "kl_coef"?)`},
-		{"an old name", "", []string{"clip=0.1"}, `override clip=0.1: clip is now grpo.epsilon`},
-		{"rule: integer", "", []string{"steps=0"}, "config: steps must be an integer ≥ 1, got 0"},
-		{"rule: interval", "", []string{"frac=1.5"}, "config: frac must be a finite number in [0, 1], got 1.5"},
-		{"rule: one of", "", []string{"mode=c"}, `config: mode must be one of a, b, got "c"`},
-		{"rule: function", "", []string{"even=3"}, "config: even = 3: must be even"},
+		{"defaults", "", nil, "0.02	0.2	10	-	grpo", "", ""},
+		{"alias override", "", []string{"kl_coef=0.05", "grpo.epsilon=0.1"}, "0.05	0.1	10	-	grpo", "", ""},
+		{"a setting the recipe never named", "", []string{"loss_type=dapo"}, "0.02	0.2	10	-	dapo", "", ""},
+		{"alias in toml", "kl_coef = 0.07\n", nil, "0.07\t0.2\t10\t-\tgrpo", "", ""},
+		{"section in toml", "[grpo]\nepsilon = 0.3\nloss_type = \"bnpo\"\n", nil, "0.02\t0.3\t10\t-\tbnpo", "", ""},
+		{"a recipe table", "", []string{`grid.loss_type=["grpo", "dapo"]`}, "0.02\t0.2\t10\tdapo\tgrpo", "", ""},
+		{"two names on the command line", "", []string{"beta=0.1", "kl_coef=0.2"}, "", "grpo.beta", "command line"},
+		{"two names in toml", "[grpo]\nbeta = 0.1\nkl_coef = 0.2\n", nil, "", "grpo.beta", toml},
+		{"nan override", "", []string{"kl_coef=nan"}, "", "kl_coef", "command line"},
+		{"inf in toml", "[grpo]\nbeta = inf\n", nil, "", "grpo.beta", toml},
+		{"misspelt setting", "", []string{"grpo.klcoef=1"}, "", "grpo.klcoef", "command line"},
+		{"a section's check", "", []string{"grpo.beta=-1"}, "", "", ""},
+		{"rule: integer", "", []string{"steps=0"}, "", "steps", ""},
+		{"rule: interval", "", []string{"frac=1.5"}, "", "frac", ""},
+		{"rule: one of", "", []string{"mode=c"}, "", "mode", ""},
+		{"rule: function", "", []string{"even=3"}, "", "even", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -112,16 +129,7 @@ func TestConfigSectionsAndRules(t *testing.T) {
 				os.WriteFile(toml, []byte(c.toml), 0o644)
 			}
 			out, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
-			got := strings.TrimSpace(out)
-			if err != nil {
-				got = err.Error()
-				if strings.Contains(got, "traceback") {
-					t.Errorf("config error with a traceback: %s", got)
-				}
-			}
-			if !strings.Contains(got, c.want) {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
+			checkConfigOutcome(t, strings.TrimSpace(out), err, c.want, c.key, c.from)
 		})
 	}
 }
@@ -130,7 +138,7 @@ func TestConfigRuleSyntax(t *testing.T) {
 	for _, c := range []struct {
 		rules, want string
 	}{
-		{`{ nope = "integer" }`, `config rules: "nope" is not a key of the config`},
+		{`{ nope = "integer" }`, `config rules: nope: not a key of the config`},
 		{`{ n = "between 1 and 2" }`, `config rules: n: rule "between 1 and 2" is not one of`},
 		{`{ n = "[2, 1]" }`, `want an interval [lo, hi]`},
 		{`{ n = ">= x" }`, `"x" is not a number`},

@@ -48,11 +48,10 @@ type Options struct {
 
 // Env is one Lua state with module rook loaded and the Go resources its scripts create.
 type Env struct {
-	L     *lua.LState
-	opts  Options
-	out   io.Writer
-	args  []override
-	usedA map[string]bool
+	L    *lua.LState
+	opts Options
+	out  io.Writer
+	args []override
 
 	mu       sync.Mutex
 	backends map[string]backend.Backend
@@ -92,7 +91,7 @@ func newEnv(opts Options, inherit *access) (*Env, error) {
 	if opts.World != nil && opts.World.Rank() != 0 {
 		opts.Quiet = true // rank 0 speaks for the run
 	}
-	e := &Env{opts: opts, out: opts.Stdout, args: args, usedA: map[string]bool{}, backends: map[string]backend.Backend{},
+	e := &Env{opts: opts, out: opts.Stdout, args: args, backends: map[string]backend.Backend{},
 		intr: &interrupts{}}
 	if e.out == nil {
 		e.out = os.Stdout
@@ -190,7 +189,10 @@ type RecipeError struct {
 	Message   string
 	Traceback string
 	Config    bool
+	Err       error // the Go error raised, when one was (a *ConfigError for Config)
 }
+
+func (e *RecipeError) Unwrap() error { return e.Err }
 
 func (e *RecipeError) Error() string {
 	if e.Traceback == "" {
@@ -242,7 +244,7 @@ func (e *Env) call(ctx context.Context, nargs, nret int) error {
 			if err, ok := ud.Value.(error); ok {
 				msg = err.Error()
 				if _, isConfig := err.(*ConfigError); isConfig {
-					return &RecipeError{Message: msg, Config: true} // it names its key: no traceback
+					return &RecipeError{Message: msg, Config: true, Err: err} // it names its key: no traceback
 				}
 			}
 		}

@@ -36,7 +36,7 @@ func Example_configUnknownKey() {
 		local rook = require("rook")
 		rook.config{ steps = 200, grpo = { beta = 0.005 } }
 	`)
-	// Output: example.lua:3: override kl_coeff=0.1: unknown key "kl_coeff" (did you mean "kl_coef"?)
+	// Output: example.lua:3: command line: unknown key "kl_coeff" (did you mean "kl_coef"?)
 }
 
 // A section holds one engine call's settings: those the recipe gives, and every other one at
@@ -51,24 +51,19 @@ func Example_configSections() {
 	// Output: 0.01	0.1	grpo	0.01
 }
 
-// A section's setter checks the new value as the config did.
+// A section is a plain table; the call that reads it checks it as the config did.
 func Example_configSetter() {
 	run(nil, `
 		local rook = require("rook")
 		local cfg = rook.config{ grpo = { beta = 0.05 } }
 		cfg.grpo.beta = 0.02
-		print(cfg.grpo.beta)
+		print(rook.grpo.defaults(cfg.grpo).beta)
 		cfg.grpo.beta = -1
+		rook.grpo.defaults(cfg.grpo)
 	`)
 	// Output:
 	// 0.02
-	// example.lua:6: grpo.beta = -1: grpo: beta must be a finite number ≥ 0, got -1
-}
-
-// A name this project used before is refused with the new one.
-func Example_configRenamed() {
-	run([]string{"clip=0.1"}, `require("rook").config{ grpo = {} }`)
-	// Output: example.lua:1: override clip=0.1: clip is now grpo.epsilon
+	// example.lua:7: rook.grpo.defaults: grpo: beta must be a finite number ≥ 0, got -1
 }
 
 // A recipe declares what its own values must be; a value that breaks its rule stops the
@@ -80,13 +75,13 @@ func Example_configRules() {
 		                        { prompts = "integer >= 1", group = "integer >= 2", env_fraction = "[0, 1]" })
 		print("not reached")
 	`)
-	// Output: example.lua:3: config: group must be an integer ≥ 2, got 1
+	// Output: example.lua:3: group must be an integer ≥ 2, got 1
 }
 
 // Values must have their default's type.
 func Example_configWrongType() {
 	run([]string{"steps=many"}, `require("rook").config{ steps = 200 }`)
-	// Output: example.lua:1: override steps=many: want a number, got "many"
+	// Output: example.lua:1: command line: steps: want a number, got "many"
 }
 
 // Expected failures return nil, err; misuse raises an error at the caller's line.

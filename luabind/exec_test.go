@@ -44,9 +44,9 @@ error("boom")
 	for _, c := range []struct{ name, src, want string }{
 		{"resolved", `local cfg = assert(rook.exec("child.lua", { steps = 5, beta = 0.1 }, { check = true }))
 			assert(cfg.steps == 5 and cfg.grpo.beta == 0.1 and cfg.grpo.epsilon, "not the resolved config")`, ""},
-		{"unknown key", `print(rook.exec("child.lua", { stpes = 5 }, { check = true }))`, `nil	` + filepath.Join(tmp, "child.lua") + `:2: override stpes=5: unknown key "stpes"`},
-		{"rule", `print(rook.exec("child.lua", { steps = 0 }, { check = true }))`, "nil	" + filepath.Join(tmp, "child.lua") + ":2: config: steps must be an integer"},
-		{"bad setting", `print(rook.exec("child.lua", { grpo = { beta = -1 } }, { check = true }))`, "config: grpo: beta must be"},
+		{"unknown key", `print(rook.exec("child.lua", { stpes = 5 }, { check = true }))`, `nil	` + filepath.Join(tmp, "child.lua") + `:2: command line: unknown key "stpes" (did you mean "steps"?)`},
+		{"rule", `print(rook.exec("child.lua", { steps = 0 }, { check = true }))`, "nil	" + filepath.Join(tmp, "child.lua") + ":2: steps must be an integer"},
+		{"bad setting", `print(rook.exec("child.lua", { grpo = { beta = -1 } }, { check = true }))`, "child.lua:2: grpo: beta must be"},
 		{"run directory", `print(rook.exec("child.lua", { run_dir = HELD }, { check = true }))`, "already holds checkpoints"},
 		{"pcall cannot go on", `print(rook.exec("swallow.lua", {}, { check = true }))`, "table:"},
 		{"rook before config", `print(rook.exec("early.lua", {}, { check = true }))`, "early.lua calls rook.log before rook.config"},
@@ -70,7 +70,7 @@ error("boom")
 	// Without catch a failure raises; an unknown option is an error.
 	for src, want := range map[string]string{
 		`rook.exec("fails.lua")`:                      "rook.exec " + filepath.Join(tmp, "fails.lua") + ": ",
-		`rook.exec("child.lua", {}, { chek = true })`: `unknown option "chek"`,
+		`rook.exec("child.lua", {}, { chek = true })`: `unknown option "chek" (did you mean "check"?)`,
 	} {
 		os.WriteFile(parent, []byte(`local rook = require("rook"); `+src), 0o644)
 		if _, err := runLua(t, Options{Recipe: parent, Quiet: true}, "", ""); err == nil || !strings.Contains(err.Error(), want) {

@@ -3,8 +3,11 @@ package luabind
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	lua "github.com/yuin/gopher-lua"
@@ -20,10 +23,9 @@ import (
 type trainerState struct{ tr *grpo.Trainer }
 
 // rook.grpo.defaults([{trl_compat = true}]) → the step's default options under their
-// canonical names (TRL's defaults and conventions with trl_compat): the run's, after a resume
-// restored them.
+// canonical names (TRL's defaults and conventions with trl_compat).
 func luaGRPODefaults(L *lua.LState) int {
-	c, err := sectionNamed("grpo").read(L, L.Get(1), "")
+	c, err := sectionNamed("grpo").read(L.Get(1), "")
 	if err != nil {
 		L.RaiseError("rook.grpo.defaults: %s", err.Error())
 	}
@@ -110,6 +112,13 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 // per micro-batch (grpo's micro_batch) and what the run holds with them. A run over the
 // budget is a config error, raised before any work.
 func luaGRPOPlan(L *lua.LState) int {
+	seqs, sequences, seqLen, f, budget, _ := grpoPlan(L, L.Get(2))
+	return pushPlan(L, seqs, sequences, seqLen, f, budget)
+}
+
+// grpoPlan is rook.grpo.plan on an option table; configured is the recipe's own micro_batch
+// (0: the planned one).
+func grpoPlan(L *lua.LState, opts lua.LValue) (seqs, sequences, seqLen int, f gpt2.Footprint, budget int64, configured int) {
 	m := checkModel(L, 1)
 	o := struct {
 		Budget   lua.LValue     `json:"budget"`
@@ -118,8 +127,10 @@ func luaGRPOPlan(L *lua.LState) int {
 		Rollout  rollout.Config `json:"rollout"`
 		GRPO     grpo.Config    `json:"grpo"`
 		Eval     evalOptions    `json:"eval"`
-	}{Rollout: defaultsOf[rollout.Config](L, "rollout"), GRPO: defaultsOf[grpo.Config](L, "grpo"), Eval: defaultsOf[evalOptions](L, "eval")}
-	options(L, 2, "rook.grpo.plan", &o)
+	}{Rollout: defaultsOf[rollout.Config]("rollout"), GRPO: defaultsOf[grpo.Config]("grpo"), Eval: defaultsOf[evalOptions]("eval")}
+	L.Push(opts)
+	options(L, L.GetTop(), "rook.grpo.plan", &o)
+	L.Pop(1)
 	budget, err := budgetBytes(o.Budget)
 	p := grpo.Plan{Model: m.m.Config, Budget: budget, Prompts: o.Prompts, Group: o.Rollout.Group,
 		PromptLen: rookworld.MaxPromptTokens, NewTokens: o.Rollout.MaxNewTokens, Minibatches: o.GRPO.Minibatches,
@@ -128,7 +139,7 @@ func luaGRPOPlan(L *lua.LState) int {
 		err = p.Validate()
 	}
 	if err != nil {
-		raiseConfig(L, "rook.grpo.plan: %v", err) // the config's shapes: no traceback
+		raiseConfigf(L, "rook.grpo.plan: %v", err) // the config's shapes: no traceback
 	}
 	seqs, f, fits := p.MicroBatch()
 	if mb := o.GRPO.MicroBatch; mb > 0 { // the recipe's own micro-batch must fit too
@@ -136,10 +147,41 @@ func luaGRPOPlan(L *lua.LState) int {
 		fits = f.Total() <= budget
 	}
 	if !fits {
-		raiseConfig(L, "rook.grpo.plan: the run needs %s with micro-batches of %d, over its %s budget (%s): lower prompts (%d), rollout.group (%d), rollout.max_new_tokens (%d), eval_size (%d) or grpo.micro_batch, or raise the budget (mem_budget)",
+		raiseConfigf(L, "rook.grpo.plan: the run needs %s with micro-batches of %d, over its %s budget (%s): lower prompts (%d), rollout.group (%d), rollout.max_new_tokens (%d), eval_size (%d) or grpo.micro_batch, or raise the budget (mem_budget)",
 			humanize.Bytes(uint64(f.Total())), seqs, humanize.Bytes(uint64(budget)), f, o.Prompts, o.Rollout.Group, o.Rollout.MaxNewTokens, o.EvalSize)
 	}
-	return pushPlan(L, seqs, p.Sequences(), p.SeqLen(), f, budget)
+	return seqs, p.Sequences(), p.SeqLen(), f, budget, max(o.GRPO.MicroBatch, 0)
+}
+
+// rook.grpo.apply_plan(policy, cfg) → plan: rook.grpo.plan for a run's config (rook.config's
+// table: its mem_budget, prompts, eval_size, rollout and grpo), applied. cfg.grpo.micro_batch
+// becomes the planned one unless the config set it, the heap's soft limit becomes the plan's
+// bytes (rook.memory.limit: the collector keeps the heap near the plan), and the plan is logged.
+func (e *Env) luaGRPOApplyPlan(L *lua.LState) int {
+	cfg := L.CheckTable(2)
+	opts := L.NewTable()
+	for _, k := range [][2]string{{"budget", "mem_budget"}, {"prompts", "prompts"}, {"eval_size", "eval_size"},
+		{"rollout", "rollout"}, {"grpo", "grpo"}} {
+		opts.RawSetString(k[0], L.GetField(cfg, k[1]))
+	}
+	seqs, sequences, seqLen, f, budget, configured := grpoPlan(L, opts)
+	how := ""
+	if configured > 0 {
+		how = fmt.Sprintf("; micro_batch=%d as configured", configured)
+	} else if g, ok := L.GetField(cfg, "grpo").(*lua.LTable); ok {
+		L.SetField(g, "micro_batch", lua.LNumber(seqs))
+	} else {
+		raiseConfigf(L, "rook.grpo.apply_plan: cfg.grpo is not a section table")
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(f.Total())
+	}
+	n := pushPlan(L, seqs, sequences, seqLen, f, budget)
+	if !e.opts.Quiet {
+		text := lua.LVAsString(L.GetField(L.Get(-1), "text"))
+		e.say(time.Now().Format("15:04:05") + " memory: " + text + how)
+	}
+	return n
 }
 
 // rook.debug.inject_nan(policy) makes the policy's next GRPO step find a NaN in its

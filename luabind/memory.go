@@ -33,8 +33,7 @@ func memoryModule(L *lua.LState) *lua.LTable {
 // budget spec), so that the garbage collector runs sooner and returns freed memory to the
 // system as the heap nears it. Without it the heap may grow to twice what is live and freed
 // buffers stay resident: a recipe whose phases (evaluation, training, saving) each allocate
-// their own peaks at the sum, not at the largest (the main job: 1.2 GB resident for 833 MB
-// planned; 770 MB with the limit at the plan). A soft limit, never an allocation failure.
+// their own peaks at the sum, not at the largest. A soft limit, never an allocation failure.
 // GOMEMLIMIT in the environment wins: the limit is left alone and set is false. Returns the
 // limit in effect.
 func luaMemLimit(L *lua.LState) int {

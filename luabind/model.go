@@ -361,34 +361,6 @@ func modelInfo(L *lua.LState) int {
 	return 1
 }
 
-// promptsArg reads a prompt list: strings, or tables with a string field "prompt" (what
-// position sources return).
-func promptsArg(L *lua.LState, n int) []string {
-	switch v := L.Get(n).(type) {
-	case lua.LString:
-		return []string{string(v)}
-	case *lua.LTable:
-		var out []string
-		for i := 1; i <= v.Len(); i++ {
-			switch x := v.RawGetInt(i).(type) {
-			case lua.LString:
-				out = append(out, string(x))
-			case *lua.LTable:
-				p, ok := x.RawGetString("prompt").(lua.LString)
-				if !ok {
-					L.ArgError(n, fmt.Sprintf("prompt %d is a table without a string field 'prompt'", i))
-				}
-				out = append(out, string(p))
-			default:
-				L.ArgError(n, fmt.Sprintf("prompt %d is a %s, want a string", i, x.Type()))
-			}
-		}
-		return out
-	}
-	L.ArgError(n, "want a prompt string or a list of prompts")
-	return nil
-}
-
 func tokenizerOrRaise(L *lua.LState) *tokenizer.Tokenizer {
 	t, err := tok()
 	if err != nil {
@@ -456,7 +428,7 @@ func (m *model) generate(L *lua.LState, prompts []string, cfg rollout.Config) *r
 func (e *Env) modelGenerate(L *lua.LState) int {
 	m := checkModel(L, 1)
 	single := L.Get(2).Type() == lua.LTString
-	prompts := promptsArg(L, 2)
+	prompts := texts(promptsArg(L, 2))
 	e.checkPrompts(prompts)
 	o := struct {
 		rollout.Config
@@ -498,38 +470,40 @@ func (e *Env) modelGenerate(L *lua.LState) int {
 	return 1
 }
 
-// model:rollout(prompts, opts) → batch: opts.group completions per prompt.
+// model:rollout(prompts, opts) → batch: opts.group completions per prompt. The batch keeps
+// each prompt's item (item.go), which is all its scorers read.
 //
 // In a data-parallel run each rank samples its share of the prompts — their groups dealt in
 // turn, group g to rank g mod size — with the random streams they have in the whole batch,
 // so that the groups drawn do not depend on the number of ranks; the batch holds the share.
 func (e *Env) modelRollout(L *lua.LState) int {
 	m := checkModel(L, 1)
-	prompts := promptsArg(L, 2)
+	items := promptsArg(L, 2)
+	prompts := texts(items)
 	e.checkPrompts(prompts)
 	cfg := m.sampling(L, 3)
 	c := e.world()
 	if c.Size() == 1 {
 		b := m.generate(L, prompts, cfg)
-		L.Push(newUserData(L, batchType, &batch{b: b, prompts: prompts}))
+		L.Push(newUserData(L, batchType, &batch{b: b, items: items}))
 		return 1
 	}
 	if len(prompts) < c.Size() {
 		L.ArgError(2, fmt.Sprintf("%d prompts cannot be shared by %d ranks: a rank samples whole groups (give at least one prompt per rank)", len(prompts), c.Size()))
 	}
 	seen := map[string]int{}
-	var share []string
+	var share []item
 	var groups []int
-	for g, p := range prompts {
-		occ := seen[p]
-		seen[p]++
+	for g, it := range items {
+		occ := seen[it.prompt]
+		seen[it.prompt]++
 		if g%c.Size() == c.Rank() {
-			share, groups, cfg.Occurrences = append(share, p), append(groups, g), append(cfg.Occurrences, occ)
+			share, groups, cfg.Occurrences = append(share, it), append(groups, g), append(cfg.Occurrences, occ)
 		}
 	}
-	b := m.generate(L, share, cfg)
+	b := m.generate(L, texts(share), cfg)
 	b.Groups, b.TotalGroups = groups, len(prompts)
-	L.Push(newUserData(L, batchType, &batch{b: b, prompts: share}))
+	L.Push(newUserData(L, batchType, &batch{b: b, items: share}))
 	return 1
 }
 

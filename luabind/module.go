@@ -32,7 +32,7 @@ func (e *Env) loader(L *lua.LState) int {
 	mod.RawSetString("eot", lua.LNumber(50256))
 	mod.RawSetString("world", e.worldTable(L))
 	grpo := L.NewTable()
-	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan})
+	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan, "apply_plan": e.luaGRPOApplyPlan})
 	mod.RawSetString("grpo", grpo)
 	debug := L.NewTable()
 	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN, "kill": luaKill})
@@ -64,7 +64,6 @@ func (e *Env) registerTypes(L *lua.LState) {
 	registerType(L, runType, runMethods, runIndex)
 	registerType(L, progressType, progressMethods, nil)
 	registerType(L, configErrorType, nil, nil)
-	registerSection(L)
 }
 
 // registerType creates the metatable of a userdata type: methods by name, plus an optional

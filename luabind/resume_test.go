@@ -2,7 +2,7 @@ package luabind
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,9 +14,7 @@ import (
 	"github.com/rookscript/rookscript/engine/backend/cpu"
 	"github.com/rookscript/rookscript/engine/checkpoint"
 	"github.com/rookscript/rookscript/engine/gpt2"
-	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/optim"
-	"github.com/rookscript/rookscript/engine/rollout"
 )
 
 // recordedRun makes a run directory whose checkpoint recorded cfg, from a small model saved
@@ -86,10 +84,10 @@ func TestResumeConfig(t *testing.T) {
 			[]string{"changed by the command line:", "  lr: 0.01 → 0.2", "  opt.betas: [0.8,0.9] → [0.7,0.9]", "  steps: 4 → 6",
 				"m1 7 0.2 0.3 6 " + dir + " 0.7 1 d " + dir}},
 		{"an override equal to the record is no change", []string{"resume=" + dir, "kl_coef=0.3", "run_dir=" + dir}, []string{"unchanged"}},
-		{"model is fixed", []string{"resume=" + dir, "model=m2"}, []string{`model cannot change in the middle of a run (it ran with "m1", the command line gives "m2")`}},
+		{"model is fixed", []string{"resume=" + dir, "model=m2"}, []string{`resume=` + dir + `: model cannot change in the middle of a run (it ran with "m1", the command line gives "m2")`}},
 		{"seed is fixed", []string{"resume=" + dir, "seed=8"}, []string{"seed cannot change in the middle of a run"}},
 		{"another run_dir", []string{"resume=" + dir, "run_dir=runs/else"}, []string{"run_dir=runs/else names another directory"}},
-		{"a misspelt override", []string{"resume=" + dir, "kl_coeff=1"}, []string{`unknown key "kl_coeff" (did you mean "kl_coef"?)`}},
+		{"a misspelt override", []string{"resume=" + dir, "kl_coeff=1"}, []string{`command line: unknown key "kl_coeff" (did you mean "kl_coef"?)`}},
 		{"no checkpoint", []string{"resume=" + tmp}, []string{"is not a run directory"}},
 	}
 	for _, c := range cases {
@@ -166,9 +164,12 @@ func TestResumeSections(t *testing.T) {
 			}
 		}
 	}
+	// A record whose keys the recipe does not declare (settings at the top, as before sections)
+	// is refused, never dropped.
 	flat := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "kl_coef": 0.3, "group": 4.0})
 	_, err = runLua(t, Options{Args: []string{"resume=" + flat}, Recipe: recipe}, "", "")
-	if err == nil || !strings.Contains(err.Error(), "recorded group at the top of a flat config, as rookscript did before settings had sections") {
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Source != "resume="+flat {
 		t.Fatalf("a flat record: %v", err)
 	}
 }
@@ -214,7 +215,7 @@ func TestResumeFixedRule(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"data=b.txt"}, "resume=" + dir + `: data cannot change in the middle of this recipe's run (it ran with "a.txt", the command line gives "b.txt")`},
+		{[]string{"data=b.txt"}, "resume=" + dir + `: data cannot change in the middle of a run (it ran with "a.txt", the command line gives "b.txt")`},
 		{[]string{"steps=6"}, "data a.txt, steps 6"},
 		{nil, "data a.txt, steps 4"},
 	} {
@@ -234,16 +235,6 @@ func TestResumeFixedRule(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `stockfish.depth: a section's setting is checked by its own call; the only rule for it is "fixed"`) {
 		t.Errorf("a rule other than fixed on a section's setting: %v", err)
 	}
-}
-
-// changeDefaults makes this binary's defaults of a kind of call what edit makes them, for the
-// rest of the test: a rookscript whose defaults changed since a run started.
-func changeDefaults(t *testing.T, kind string, edit func(p any)) {
-	t.Helper()
-	s := sectionNamed(kind)
-	old := s.defaults
-	s.defaults = func(trl bool) any { p := old(trl); edit(p); return p }
-	t.Cleanup(func() { s.defaults = old })
 }
 
 // settingsRecipe trains with plain option tables, as a recipe may: every setting it does not
@@ -287,83 +278,6 @@ func settingsRunner(t *testing.T) (string, func(args ...string) string) {
 	}
 }
 
-// TestResumeKeepsRecordedDefaults (DESIGN §6.7): the settings a recipe's calls do not name
-// come from the defaults the run started with, which its checkpoints record; a resume by a
-// rookscript whose defaults changed trains as the run would have, and prints every default
-// that differs. A checkpoint also records each kind of call's settings as last used.
-func TestResumeKeepsRecordedDefaults(t *testing.T) {
-	tmp, run := settingsRunner(t)
-	n := 0
-	newDir := func() string { n++; return filepath.Join(tmp, fmt.Sprintf("run%d", n)) }
-	hash := func(out string) string {
-		t.Helper()
-		i := strings.LastIndex(out, "hash ")
-		if i < 0 {
-			t.Fatalf("no hash in\n%s", out)
-		}
-		return strings.TrimSpace(out[i+len("hash "):])
-	}
-	continuous := hash(run("run_dir=" + newDir()))
-	saved := func() string { // two steps, saved
-		dir := newDir()
-		run("run_dir="+dir, "steps=2", "save_at=2")
-		return dir
-	}
-	dir, dir2, dir3, dir4 := saved(), saved(), saved(), saved() // by this rookscript, its defaults unchanged
-	ro, err := checkpoint.OpenReadOnly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := ro.Latest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec settingsRecord
-	if err := json.Unmarshal(st.Settings, &rec); err != nil {
-		t.Fatal(err)
-	}
-	var used grpo.Config
-	var def rollout.Config
-	if err := json.Unmarshal(rec.Used["grpo"], &used); err != nil || used.Beta != 0.02 || used.MaxGradNorm != 1 {
-		t.Fatalf("last grpo settings recorded %s (%v): want the last step's β, 0.02, and every other setting", rec.Used["grpo"], err)
-	}
-	if err := json.Unmarshal(rec.Defaults["rollout"], &def); err != nil || def.Temperature != 1 || def.Group != 8 || rec.Used["adamw"] == nil {
-		t.Fatalf("recorded %s (%v)", st.Settings, err)
-	}
-
-	// This rookscript's defaults change: sampling temperature, gradient clip, Adam's eps.
-	changeDefaults(t, "rollout", func(p any) { p.(*rollout.Config).Temperature = 0.7 })
-	changeDefaults(t, "grpo", func(p any) { p.(*grpo.Config).MaxGradNorm = 0.05 })
-	if hash(run("run_dir="+newDir())) == continuous {
-		t.Fatal("the changed defaults do not change the run: the test proves nothing")
-	}
-	out := run("resume="+dir, "steps=4")
-	if got := hash(out); got != continuous {
-		t.Errorf("resumed with changed defaults (resume=DIR): weights %s, the continuous run's %s\n%s", got, continuous, out)
-	}
-	for _, want := range []string{
-		"note: engine default grpo.max_grad_norm: the run's 1, this rookscript's 0.05 (the run keeps its own)",
-		"note: engine default rollout.temperature: the run's 1, this rookscript's 0.7 (the run keeps its own)",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the resume does not say %q:\n%s", want, out)
-		}
-	}
-	// The same through rook.run's resume alone: the calls it precedes decode over the run's
-	// defaults.
-	if got := hash(run("from="+dir2, "steps=4")); got != continuous {
-		t.Errorf("resumed with changed defaults (rook.run): weights %s, the continuous run's %s", got, continuous)
-	}
-	// A call made before rook.run restored them (the optimizer's) cannot be: it is named.
-	changeDefaults(t, "adamw", func(p any) { p.(*adamwOptions).Eps = 1e-3 })
-	if out := run("from="+dir3, "steps=4"); !strings.Contains(out, "resume: warning: rook.adamw decoded its settings over this rookscript's defaults before the resume restored the run's, which differ (adamw.eps: the run's 1e-8, this rookscript's 0.001)") {
-		t.Errorf("an early call over changed defaults is not named:\n%s", out)
-	}
-	if out := run("resume="+dir4, "steps=4"); hash(out) != continuous || strings.Contains(out, "warning") {
-		t.Errorf("resume=DIR restores them before any call: weights %s, the continuous run's %s\n%s", hash(out), continuous, out)
-	}
-}
-
 // TestGRPOStepChecksReferenceWeights (DESIGN §6.6): besides the reference's label, the GRPO
 // trainer checks its weights against the run's recorded hash, after every write it counts.
 func TestGRPOStepChecksReferenceWeights(t *testing.T) {
@@ -393,55 +307,6 @@ func TestGRPOStepChecksReferenceWeights(t *testing.T) {
 	err = e.DoString(t.Context(), "step()", "ref.lua")
 	if err == nil || !strings.Contains(err.Error(), "the recorded reference's is "+ref.hash+": they changed without a recorded sync") {
 		t.Fatalf("a reference whose weights changed: %v", err)
-	}
-}
-
-// TestRestoreDefaults: what restoring a run's recorded defaults says — a changed default, one
-// new since the run started, one this rookscript lacks — and that one environment restores one
-// set: the same again is nothing, another is refused.
-func TestRestoreDefaults(t *testing.T) {
-	L := lua.NewState()
-	defer L.Close()
-	es := settingsOf(L)
-	var roll map[string]any
-	if err := json.Unmarshal(es.rec.Defaults["rollout"], &roll); err != nil {
-		t.Fatal(err)
-	}
-	roll["temperature"], roll["old"] = 0.5, 1
-	delete(roll, "top_k")
-	defaults := map[string]json.RawMessage{}
-	for k, v := range es.rec.Defaults {
-		defaults[k] = v
-	}
-	defaults["rollout"] = mustJSON(roll)
-	raw := mustJSON(settingsRecord{Defaults: defaults, TRLDefaults: es.rec.TRLDefaults})
-	notes, err := es.restore(raw, "checkpoint A")
-	want := []string{
-		"engine default rollout.old: the run's 1 is not a setting of this rookscript",
-		"engine default rollout.temperature: the run's 0.5, this rookscript's 1 (the run keeps its own)",
-		"engine default rollout.top_k: new since the run started, this rookscript's 0",
-	}
-	if err != nil || strings.Join(notes, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("notes %q, %v; want %q", notes, err, want)
-	}
-	p, err := es.defaults(sectionNamed("rollout"), false)
-	if c := p.(*rollout.Config); err != nil || c.Temperature != 0.5 || c.Group != 8 {
-		t.Fatalf("restored rollout defaults %+v, %v", p, err)
-	}
-	if notes, err := es.restore(raw, "checkpoint B"); err != nil || notes != nil {
-		t.Fatalf("the same defaults again: %q, %v", notes, err)
-	}
-	defaults["rollout"] = es.rec.Defaults["grpo"]
-	if _, err := es.restore(mustJSON(settingsRecord{Defaults: defaults}), "checkpoint C"); err == nil || !strings.Contains(err.Error(), "checkpoint C recorded engine defaults that differ from those of checkpoint A") {
-		t.Fatalf("other defaults: %v", err)
-	}
-	L2 := lua.NewState()
-	defer L2.Close()
-	fresh := settingsOf(L2)
-	for i, want := range []int{1, 0} {
-		if notes, err := fresh.restore(nil, "checkpoint D"); err != nil || len(notes) != want {
-			t.Fatalf("a checkpoint without a record, time %d: %q, %v", i+1, notes, err)
-		}
 	}
 }
 

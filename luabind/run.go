@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,24 +25,27 @@ const runType = "rook.run"
 // run is a training run on disk: metrics log, checkpoints, the reference's identity. It holds
 // its directory's lock from rook.run until run:close() or the end of the environment.
 type run struct {
-	env       *Env
-	r         *checkpoint.Run
-	policy    *model
-	ref       *model         // nil until the recipe gives one or asks for run.ref
-	refUD     *lua.LUserData // ref as Lua sees it, so that run.ref == ref
-	opt       *adam
-	optBase   optim.AdamWConfig // the optimizer's settings as the recipe built them
-	data      *positions
-	identity  checkpoint.Identity
-	step      int // steps completed: the step of the policy's weights
-	steps     int // the planned number of steps (progress line, run:save_due)
-	saveEvery int
-	resumed   bool
-	recipe    json.RawMessage // the recipe state of the checkpoint resumed from
-	progress  *progress
-	saveErr   error  // why the last save failed; nil after a save that succeeded
-	stopped   string // the recovery policy's report, when it stopped the run
-	closed    bool
+	env        *Env
+	r          *checkpoint.Run
+	policy     *model
+	ref        *model         // nil until the recipe gives one or asks for run.ref
+	refUD      *lua.LUserData // ref as Lua sees it, so that run.ref == ref
+	opt        *adam
+	optBase    optim.AdamWConfig // the optimizer's settings as the recipe built them
+	data       *positions
+	identity   checkpoint.Identity
+	step       int // steps completed: the step of the policy's weights
+	steps      int // the planned number of steps (progress line, run:save_due)
+	saveEvery  int
+	resumed    bool
+	recipe     json.RawMessage    // the recipe state of the checkpoint resumed from
+	state      *lua.LTable        // run:state(), the live table every run:save records
+	logged     map[string]float64 // the metrics run:log gave at step loggedStep (run:save's default)
+	loggedStep int
+	progress   *progress
+	saveErr    error  // why the last save failed; nil after a save that succeeded
+	stopped    string // the recovery policy's report, when it stopped the run
+	closed     bool
 
 	samples    int // completions per step run:log writes to samples.jsonl
 	printEvery int // print one of them every this many steps (0: never)
@@ -101,14 +105,14 @@ func (e *Env) luaRun(L *lua.LState) int {
 	for _, d := range []string{dir, resume} {
 		grant, err := e.runDirGrant(d, grantRun)
 		if err != nil {
-			raiseConfig(L, "rook.run: %s", err.Error())
+			raiseConfigf(L, "rook.run: %s", err.Error())
 		}
 		grants = append(grants, grant)
 	}
 	r := &run{env: e, steps: steps, saveEvery: o.SaveEvery, policy: o.Policy, ref: o.Ref, opt: o.Opt, data: o.Data,
 		samples: o.Samples, printEvery: o.PrintSampleEvery}
 	if r.samples < 0 || r.printEvery < 0 {
-		raiseConfig(L, "rook.run: samples and print_sample_every must be ≥ 0")
+		raiseConfigf(L, "rook.run: samples and print_sample_every must be ≥ 0")
 	}
 	if r.ref != nil {
 		r.refUD = L.CheckTable(1).RawGetString("ref").(*lua.LUserData)
@@ -137,7 +141,7 @@ func (e *Env) luaRun(L *lua.LState) int {
 	}
 	if resume != "" {
 		if dir != "" && !sameDir(dir, resume) {
-			raiseConfig(L, "rook.run: dir %s and resume %s name different runs", dir, resume)
+			raiseConfigf(L, "rook.run: dir %s and resume %s name different runs", dir, resume)
 		}
 		if err := r.resume(L, resume, cfg); err != nil {
 			return pushErr(L, err)
@@ -419,12 +423,6 @@ func (r *run) resumeFrom(name string, cfg any) error {
 		return err
 	}
 	dropped, _ := strconv.Atoi(string(b))
-	// The engine defaults the run's calls decode over (rook.config restored them already when
-	// the command line resumes).
-	notes, err := settingsOf(r.env.L).restore(st.Settings, fmt.Sprintf("checkpoint %s of %s", st.Name, cr.Dir))
-	if err != nil {
-		return err
-	}
 	r.resumed = true
 	r.recipe = st.Recipe
 	if e.resume != nil {
@@ -444,11 +442,6 @@ func (r *run) resumeFrom(name string, cfg any) error {
 	}
 	if note := kernelsNote(st.Kernels, kernels(r.policy.m.B), st.Name); note != "" {
 		e.say(note)
-	}
-	if !e.opts.Quiet {
-		for _, n := range notes {
-			e.say("resume: " + n)
-		}
 	}
 	return nil
 }
@@ -725,8 +718,13 @@ func runLog(L *lua.LState) int {
 		}
 	}
 	r.step = max(r.step, step)
+	if step != r.loggedStep || r.logged == nil {
+		r.logged, r.loggedStep = map[string]float64{}, step
+	}
+	maps.Copy(r.logged, m)
+	L.Push(L.Get(3))
 	if prefix != "" {
-		return 0
+		return 1
 	}
 	if err := r.sameWeights(step); err != nil {
 		L.RaiseError("run:log(%d): %s", step, err.Error())
@@ -740,7 +738,7 @@ func runLog(L *lua.LState) int {
 			L.RaiseError("run:log: %s", err.Error())
 		}
 	}
-	return 0
+	return 1
 }
 
 // run:save_due(step) → whether the recipe should save at step: every save_every steps, at
@@ -783,12 +781,16 @@ func runSave(L *lua.LState) int {
 	}
 	options(L, 3, "run:save", &o)
 	stateV := o.State
+	if t, ok := stateV.(*lua.LTable); ok {
+		r.state = t // the live state from now on
+	} else if stateV == nil || stateV == lua.LNil {
+		stateV = r.liveState(L)
+	}
 	if step < r.step {
 		L.ArgError(2, fmt.Sprintf("the run is at step %d: a checkpoint is labelled with the step of the weights it holds", r.step))
 	}
 	st := checkpoint.NewState(step, r.policy.m, r.opt.o)
 	st.Optimizer.Base = r.optBase
-	st.Settings = settingsOf(L).record()
 	st.Kernels = kernels(r.policy.m.B)
 	st.Reference = r.identity
 	if r.identity.Synced() && r.ref != nil {
@@ -817,6 +819,8 @@ func runSave(L *lua.LState) int {
 		L.Push(t)
 		st.Metrics = metricsArg(L, L.GetTop())
 		L.Pop(1)
+	} else if _, ok := r.logged[r.r.Options().BestMetric]; ok && r.loggedStep == step {
+		st.Metrics = maps.Clone(r.logged) // a step with the best metric: the best checkpoint's candidate
 	}
 	// Rank 0 writes the checkpoint; every rank learns how it went (name, warning or error).
 	out, ferr := r.env.fromMain(func() ([]byte, error) {
@@ -859,20 +863,29 @@ func runSave(L *lua.LState) int {
 	return 1
 }
 
-// run:state() → the recipe state saved with the checkpoint the run resumed from ({} for a
-// new run).
+// run:state() → the run's state table: what the recipe keeps across a resume (evaluations,
+// the recovery policy's counters). It starts as the state of the checkpoint the run resumed
+// from ({} for a new run), is the same table at every call, and every run:save records it.
 func runState(L *lua.LState) int {
-	r := checkRun(L, 1)
-	if len(r.recipe) == 0 || string(r.recipe) == "null" {
-		L.Push(L.NewTable())
-		return 1
-	}
-	var v any
-	if err := json.Unmarshal(r.recipe, &v); err != nil {
-		L.RaiseError("run:state: %s", err.Error())
-	}
-	L.Push(fromGo(L, v))
+	L.Push(checkRun(L, 1).liveState(L))
 	return 1
+}
+
+func (r *run) liveState(L *lua.LState) *lua.LTable {
+	if r.state != nil {
+		return r.state
+	}
+	r.state = L.NewTable()
+	if len(r.recipe) > 0 && string(r.recipe) != "null" {
+		var v any
+		if err := json.Unmarshal(r.recipe, &v); err != nil {
+			L.RaiseError("run:state: %s", err.Error())
+		}
+		if t, ok := fromGo(L, v).(*lua.LTable); ok {
+			r.state = t
+		}
+	}
+	return r.state
 }
 
 // rook.run_state(dir) → state, step, checkpoint | nil, err: the recipe state the newest
@@ -929,6 +942,7 @@ func runRollback(L *lua.LState) int {
 	if err := e.agree(err); err != nil {
 		L.RaiseError("run:rollback to %s: %s", nb, err.Error())
 	}
+	r.logged = nil // the steps after the checkpoint run again
 	b, err := e.fromMain(func() ([]byte, error) {
 		dropped, err := r.r.RewindMetrics(st)
 		return []byte(strconv.Itoa(dropped)), err
@@ -1036,4 +1050,19 @@ func runMetrics(L *lua.LState) int {
 	}
 	L.Push(fromGo(L, out))
 	return 1
+}
+
+// sameDir reports whether two paths name the same directory (the same file when both exist).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(fa, fb)
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }

@@ -58,7 +58,7 @@ func (r *run) logSamples(step int, b *batch) error {
 // sampleOf is completion i (0-based) of b as step logged it.
 func sampleOf(step int, b *batch, i int) checkpoint.Sample {
 	c := b.b.Completions[i]
-	prompt := b.prompts[c.Prompt]
+	prompt := b.items[c.Prompt].prompt
 	s := checkpoint.Sample{Step: step, Index: i + 1, Group: c.Prompt + 1, Prompt: prompt, Completion: c.Text,
 		Tokens: len(c.Tokens), Truncated: c.Truncated, Stop: c.Stop}
 	if task, _, ok := strings.Cut(prompt, ":"); ok && (task == "P" || task == "A") {

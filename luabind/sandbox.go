@@ -307,6 +307,46 @@ func (e *Env) runDirGrant(dir string, kind grantKind) (commit func(), err error)
 	return func() { e.access.read, e.access.write = append(e.access.read, p), append(e.access.write, p) }, nil
 }
 
+// grantRunDirs checks a config's folder of runs and run directory, as rook.run would, and
+// grants a confined recipe access to them only once every check has passed: a refused
+// setting grants nothing, even to a recipe that catches the refusal.
+func (e *Env) grantRunDirs(cfg map[string]any) error {
+	var grants []func()
+	if dir, _ := cfg["base_dir"].(string); dir != "" {
+		grant, err := e.runDirGrant(dir, grantRuns)
+		if err != nil {
+			return &ConfigError{Key: "base_dir", Value: dir, Reason: err.Error()}
+		}
+		grants = append(grants, grant)
+	}
+	if dir, _ := cfg["run_dir"].(string); dir != "" {
+		resume, _ := cfg["resume"].(string)
+		if resume != "" {
+			dir = resume
+		}
+		// A resume says first whether it names a run; a new run, whether it may be written.
+		var err error
+		if resume != "" {
+			err = checkpoint.Preflight(dir, true)
+		}
+		grant, gerr := e.runDirGrant(dir, grantRun)
+		if err == nil {
+			err = gerr
+		}
+		if err == nil && resume == "" {
+			err = checkpoint.Preflight(dir, false)
+		}
+		if err != nil {
+			return &ConfigError{Key: "run_dir", Value: dir, Reason: err.Error()}
+		}
+		grants = append(grants, grant)
+	}
+	for _, grant := range grants {
+		grant()
+	}
+	return nil
+}
+
 // pathString is a file function's path argument as the function itself reads it: a string,
 // or a number (Lua converts it).
 func pathString(v lua.LValue) (string, bool) {

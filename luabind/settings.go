@@ -1,6 +1,7 @@
 package luabind
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -15,18 +16,15 @@ import (
 
 // One decoder reads every option table of the Lua API into a Go struct, the settings of
 // recipe sections included. A struct names each setting once: the field's json tag is its
-// name; an alias tag lists the other names that reach it (TRL's, `alias:"kl_coef"`); a
-// renamed tag lists names this project used before, which are refused with the new one.
+// name; an alias tag lists the other names that reach it (TRL's, `alias:"kl_coef"`).
 // Embedded structs contribute their settings as the outer struct's; a named struct field is
-// a group of its own (policy = {best_rank = 0.5}), given as a sub-table or as a section of
-// that type; a pointer field takes a userdata of that type (policy = a rook.model); fields
+// a group of its own (policy = {best_rank = 0.5}), given as a sub-table; a pointer field takes a userdata of that type (policy = a rook.model); fields
 // tagged "-" or without a json tag are not settings.
 
 type schema struct {
-	fields  map[string]field  // canonical name → field
-	alias   map[string]string // alias → canonical name
-	renamed map[string]string // an old name → canonical name
-	names   []string          // canonical names in declaration order
+	fields map[string]field  // canonical name → field
+	alias  map[string]string // alias → canonical name
+	names  []string          // canonical names in declaration order
 }
 
 type field struct {
@@ -41,7 +39,7 @@ func schemaOf(t reflect.Type) *schema {
 	if s, ok := schemas.Load(t); ok {
 		return s.(*schema)
 	}
-	s := &schema{fields: map[string]field{}, alias: map[string]string{}, renamed: map[string]string{}}
+	s := &schema{fields: map[string]field{}, alias: map[string]string{}}
 	s.collect(t, nil)
 	schemas.Store(t, s)
 	return s
@@ -68,18 +66,19 @@ func (s *schema) collect(t reflect.Type, prefix []int) {
 				s.alias[a], fd.aliases = name, append(fd.aliases, a)
 			}
 		}
-		for _, a := range strings.Split(f.Tag.Get("renamed"), ",") {
-			if a != "" {
-				s.renamed[a] = name
-			}
-		}
 		s.fields[name] = fd
 	}
 }
 
+// UnknownOptionError is a key no setting of a struct of settings has.
+type UnknownOptionError struct{ What, Key, Suggestion string } // What: "option" (default) or "key"
+
+func (e *UnknownOptionError) Error() string {
+	return fmt.Sprintf("unknown %s %q%s", cmp.Or(e.What, "option"), e.Key, e.Suggestion)
+}
+
 // canonical returns the name of the setting key names (itself or the setting it is an alias
-// of), or an error for an old name or an unknown key, with a suggestion among this struct's
-// own names.
+// of), or an error for an unknown key, with a suggestion among this struct's own names.
 func (s *schema) canonical(key, path string) (string, error) {
 	if _, ok := s.fields[key]; ok {
 		return key, nil
@@ -87,10 +86,7 @@ func (s *schema) canonical(key, path string) (string, error) {
 	if c, ok := s.alias[key]; ok {
 		return c, nil
 	}
-	if c, ok := s.renamed[key]; ok {
-		return "", fmt.Errorf("option %q is now %q", path+key, path+c)
-	}
-	return "", fmt.Errorf("unknown option %q%s", path+key, didYouMean(key, s.known()))
+	return "", &UnknownOptionError{Key: path + key, Suggestion: didYouMean(key, s.known())}
 }
 
 // known lists every accepted name, canonical names first.
@@ -112,17 +108,13 @@ func options(L *lua.LState, n int, call string, dst any) {
 }
 
 // decode sets the settings of *dst (a struct holding its defaults) from v: nil (no
-// options), an option table, or a section of the same type. path prefixes keys in messages
-// ("policy." inside policy = {...}).
+// options) or an option table. path prefixes keys in messages ("policy." inside policy =
+// {...}).
 func decode(v lua.LValue, dst any, path string) error {
 	return decodeValue(v, reflect.ValueOf(dst).Elem(), path)
 }
 
 func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
-	if sec := sectionOf(v); sec != nil && sec.live.Type().Elem() == dst.Type() {
-		dst.Set(sec.live.Elem())
-		return nil
-	}
 	if v == lua.LNil {
 		return nil
 	}
@@ -130,152 +122,129 @@ func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
 	if !ok {
 		return fmt.Errorf("want a table of settings, got %s", shownLua(v))
 	}
-	t = realTable(t) // a module's settings, seen read-only
 	s := schemaOf(dst.Type())
 	given := map[string]string{} // canonical → the key that gave it
+	var keys []string
 	var err error
-	t.ForEach(func(k, x lua.LValue) {
-		if err != nil {
-			return
-		}
+	realTable(t).ForEach(func(k, _ lua.LValue) { // a module's settings, seen read-only, read through
 		ks, isStr := k.(lua.LString)
-		if !isStr {
+		if !isStr && err == nil {
 			err = fmt.Errorf("option keys are names, got %s %s", k.Type(), k.String())
-			return
 		}
-		key := string(ks)
+		keys = append(keys, string(ks))
+	})
+	slices.Sort(keys)
+	for _, key := range keys {
 		c, e := s.canonical(key, path)
 		switch {
+		case err != nil:
 		case e != nil:
 			err = e
 		case given[c] != "":
-			err = fmt.Errorf("option %q is given twice, as %s", path+c, quoteList(sorted(path+given[c], path+key)))
+			err = fmt.Errorf("option %q is given twice, as %q, %q", path+c, path+given[c], path+key)
 		default:
 			given[c] = key
 		}
-	})
-	if err != nil {
-		return err
 	}
 	for _, c := range s.names {
 		key, ok := given[c]
-		if !ok {
+		if !ok || err != nil {
 			continue
 		}
-		label := fmt.Sprintf("option %q", path+key)
-		if key != c {
-			label += " (" + c + ")"
-		}
-		f, x := dst.FieldByIndex(s.fields[c].index), t.RawGetString(key)
-		if _, isTable := x.(*lua.LTable); f.Kind() == reflect.Struct && (isTable || sectionOf(x) != nil) {
-			if err := decodeValue(x, f, path+key+"."); err != nil {
-				return err // it names its key by its path
+		f, x := dst.FieldByIndex(s.fields[c].index), realTable(t).RawGetString(key)
+		_, isTable := x.(*lua.LTable)
+		if err = setField(f, x, path+key+"."); err != nil && !(f.Kind() == reflect.Struct && isTable) {
+			label := fmt.Sprintf("option %q", path+key)
+			if key != c {
+				label += " (" + c + ")"
 			}
-			continue
-		}
-		if err := setField(f, x, path+key+"."); err != nil {
-			return fmt.Errorf("%s: %w", label, err)
+			err = fmt.Errorf("%s: %w", label, err) // a nested table names its keys by their path
 		}
 	}
-	return nil
+	return err
 }
 
-func sorted(a ...string) []string { slices.Sort(a); return a }
+// luaTypes names the Lua types of the userdata a setting may take.
+var luaTypes = map[reflect.Type]string{reflect.TypeFor[*model](): modelType, reflect.TypeFor[*adam](): adamType,
+	reflect.TypeFor[*positions](): positionsType, reflect.TypeFor[*stockfishPool](): stockfishType,
+	reflect.TypeFor[*lua.LTable](): "table", reflect.TypeFor[*lua.LFunction](): "function"}
 
 // setField stores Lua value x in f: a number in a numeric field (an integer where the field
 // is one), a string in a string field (named string types too), a list in a slice, a table
 // or a section in a struct, a userdata of the field's type in a pointer field.
 func setField(f reflect.Value, x lua.LValue, path string) error {
 	n, isNum := x.(lua.LNumber)
+	v := float64(n)
+	whole := isNum && v == math.Trunc(v) && math.Abs(v) <= 1<<53
+	var want string
 	switch f.Kind() {
 	case reflect.Float64, reflect.Float32:
-		if !isNum {
-			return fmt.Errorf("want a number, got %s", shownLua(x))
+		if want = "a number"; isNum {
+			f.SetFloat(v)
+			return nil
 		}
-		f.SetFloat(float64(n))
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		v := float64(n)
-		if !isNum || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-			return fmt.Errorf("want an integer, got %s", shownLua(x))
+		if want = "an integer"; whole {
+			f.SetInt(int64(v))
+			return nil
 		}
-		f.SetInt(int64(v))
 	case reflect.Uint64, reflect.Uint32, reflect.Uint:
-		v := float64(n)
-		if !isNum || v != math.Trunc(v) || v < 0 || v > 1<<53 {
-			return fmt.Errorf("want an integer ≥ 0, got %s", shownLua(x))
+		if want = "an integer ≥ 0"; whole && v >= 0 {
+			f.SetUint(uint64(v))
+			return nil
 		}
-		f.SetUint(uint64(v))
 	case reflect.Bool:
 		b, ok := x.(lua.LBool)
-		if !ok {
-			return fmt.Errorf("want true or false, got %s", shownLua(x))
+		if want = "true or false"; ok {
+			f.SetBool(bool(b))
+			return nil
 		}
-		f.SetBool(bool(b))
 	case reflect.String:
 		s, ok := x.(lua.LString)
-		if !ok {
-			return fmt.Errorf("want a string, got %s", shownLua(x))
+		if want = "a string"; ok {
+			f.SetString(string(s))
+			return nil
 		}
-		f.SetString(string(s))
 	case reflect.Struct:
 		return decodeValue(x, f, path)
 	case reflect.Slice:
 		t, ok := x.(*lua.LTable)
-		if !ok {
-			return fmt.Errorf("want a list, got %s", shownLua(x))
+		count := 0
+		if ok {
+			t.ForEach(func(lua.LValue, lua.LValue) { count++ })
 		}
-		n, count := t.Len(), 0
-		t.ForEach(func(lua.LValue, lua.LValue) { count++ })
-		if count != n {
+		if want = "a list"; ok && count != t.Len() {
 			return fmt.Errorf("want a list (keys 1, 2, …, n), got a table with other keys")
+		} else if !ok {
+			break
 		}
-		out := reflect.MakeSlice(f.Type(), n, n)
-		for i := range n {
+		out := reflect.MakeSlice(f.Type(), t.Len(), t.Len())
+		for i := range t.Len() {
 			if err := setField(out.Index(i), t.RawGetInt(i+1), path); err != nil {
 				return fmt.Errorf("element %d: %w", i+1, err)
 			}
 		}
 		f.Set(out)
+		return nil
 	case reflect.Pointer, reflect.Interface:
-		if x == lua.LNil {
-			return nil
+		if want = luaTypes[f.Type()]; want == "" {
+			want = f.Type().String()
 		}
-		if v := reflect.ValueOf(x); f.Kind() == reflect.Interface && v.Type().AssignableTo(f.Type()) {
-			f.Set(v) // a raw Lua value (lua.LValue, *lua.LTable, *lua.LFunction)
-			return nil
-		}
+		want = "a " + want
 		if ud, ok := x.(*lua.LUserData); ok && ud.Value != nil && reflect.TypeOf(ud.Value) == f.Type() {
 			f.Set(reflect.ValueOf(ud.Value))
 			return nil
 		}
-		if v := reflect.ValueOf(x); v.Type().AssignableTo(f.Type()) {
-			f.Set(v)
+		if rv := reflect.ValueOf(x); x == lua.LNil || rv.Type().AssignableTo(f.Type()) { // a raw Lua value
+			if x != lua.LNil {
+				f.Set(rv)
+			}
 			return nil
 		}
-		return fmt.Errorf("want a %s, got %s", userTypeName(f.Type()), shownLua(x))
 	default:
 		return fmt.Errorf("a %s setting cannot be set from Lua", f.Type())
 	}
-	return nil
-}
-
-// userTypeName names the Lua type of a pointer field.
-func userTypeName(t reflect.Type) string {
-	switch t {
-	case reflect.TypeFor[*model]():
-		return modelType
-	case reflect.TypeFor[*adam]():
-		return adamType
-	case reflect.TypeFor[*positions]():
-		return positionsType
-	case reflect.TypeFor[*stockfishPool]():
-		return stockfishType
-	case reflect.TypeFor[*lua.LTable]():
-		return "table"
-	case reflect.TypeFor[*lua.LFunction]():
-		return "function"
-	}
-	return t.String()
+	return fmt.Errorf("want %s, got %s", want, shownLua(x))
 }
 
 // shownLua writes a Lua value for a message: numbers, strings and booleans as they are,
@@ -298,9 +267,7 @@ func structTable(L *lua.LState, v reflect.Value) *lua.LTable {
 	s := schemaOf(v.Type())
 	t := L.CreateTable(0, len(s.names))
 	for _, name := range s.names {
-		if x := luaValue(L, v.FieldByIndex(s.fields[name].index)); x != lua.LNil {
-			t.RawSetString(name, x)
-		}
+		t.RawSetString(name, luaValue(L, v.FieldByIndex(s.fields[name].index)))
 	}
 	return t
 }
@@ -341,12 +308,4 @@ func didYouMean(key string, known []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func quoteList(s []string) string {
-	q := make([]string, len(s))
-	for i, v := range s {
-		q[i] = fmt.Sprintf("%q", v)
-	}
-	return strings.Join(q, ", ")
 }

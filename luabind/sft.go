@@ -112,7 +112,7 @@ func luaSFTPlan(L *lua.LState) int {
 	p := sft.Plan{Model: m.m.Config, Budget: budget, Batch: o.Batch, SeqLen: min(o.SeqLen, m.m.Config.MaxSeqLen)}
 	docs, f, fits := p.MicroBatch()
 	if !fits {
-		raiseConfig(L, "rook.sft.plan: SFT needs %s with one document per micro-batch, over its %s budget (%s): lower batch (%d) or seq_len (%d), or raise the budget (mem_budget)",
+		raiseConfigf(L, "rook.sft.plan: SFT needs %s with one document per micro-batch, over its %s budget (%s): lower batch (%d) or seq_len (%d), or raise the budget (mem_budget)",
 			humanize.Bytes(uint64(f.Total())), humanize.Bytes(uint64(budget)), f, p.Batch, p.SeqLen)
 	}
 	return pushPlan(L, docs, p.Batch, p.SeqLen, f, budget)

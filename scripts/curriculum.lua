@@ -7,6 +7,7 @@
 ---   local phases = cur.schedule{ { until_step = 100, phases = { "opening" } }, { phases = cur.ALL } }
 ---   local prompts = cur.next(data, 8, 0.5, phases(step))      -- only those phases
 ---   local prompts = cur.next(data, 8, 0.5, { exclude = cur.exclude(evalset) })  -- never an eval position
+local evalkit = require("evalkit")
 local M = {}
 
 M.ALL = { "opening", "middlegame", "endgame" }
@@ -105,6 +106,25 @@ function M.next(data, n, env_fraction, phases, max_draws)
     end
   end
   return out
+end
+
+--- sources(cfg) → data, evalset, exclude: a run's prompts from its config. data is the
+--- training source (cfg.positions: "generator", drawing games of cfg.min_ply..cfg.max_ply
+--- plies, or a FEN/EPD/PGN/text file or data set); evalset is a fixed evaluation set of
+--- cfg.eval_size items, half P: half A:, from other games (a data set's test split where it has
+--- one); exclude is its positions, for next's `exclude`, so that training never sees them.
+--- Seeds: cfg.seed + 100 for training, cfg.seed + 200 for evaluation.
+function M.sources(cfg)
+  local rook = require("rook")
+  local function source(seed, split)
+    if cfg.positions ~= "generator" then
+      return assert(rook.positions{ path = cfg.positions, seed = seed, task = "mix", split = split })
+    end
+    return rook.positions{ generator = { seed = seed, min_ply = cfg.min_ply, max_ply = cfg.max_ply }, task = "mix" }
+  end
+  local data = source(cfg.seed + 100)
+  local evalset = evalkit.set(source(cfg.seed + 200, { "test", "train" }), cfg.eval_size)
+  return data, evalset, M.exclude(evalset)
 end
 
 return M

@@ -3,7 +3,7 @@
 --- what happens next, as a policy a recipe configures and can read in one screen.
 ---
 ---   local recovery = require("recovery")
----   local rec = recovery.new{ lr_factor = 0.5, rollback_after = 2, stop_after = 4, kl_stop = 1.0 }
+---   local rec = recovery.new({ lr_factor = 0.5, rollback_after = 2, stop_after = 4, kl_stop = 1.0 }, run)
 ---   ...
 ---   local m = rook.grpo.step(...)
 ---   local action = rec:check(step, m, { run = run, opt = opt })
@@ -34,12 +34,18 @@ local DEFAULTS = {
   clip_max = false,      -- clip_ratio/region_mean above this makes a step unhealthy
 }
 
-function M.new(o)
+--- new([opts [, run]]) → a policy. Given the run, its counters live in the run's state
+--- (run:state().recovery): restored from it on resume, and saved with every checkpoint.
+function M.new(o, run)
   local p = setmetatable({ consecutive = 0, events = {}, stopped = nil }, Policy)
   for k, v in pairs(DEFAULTS) do p[k] = v end
   for k, v in pairs(o or {}) do
     if DEFAULTS[k] == nil then error("recovery.new: unknown option '" .. tostring(k) .. "'", 2) end
     p[k] = v
+  end
+  if run then
+    p.run_state = run:state()
+    p:restore(p.run_state.recovery)
   end
   return p
 end
@@ -70,8 +76,15 @@ end
 --- check(step, m, ctx) → "ok", "skip", "rollback" or "stop", after doing it. ctx.opt is the
 --- optimizer (for the learning rate), ctx.run the run (for rollback). After "rollback" the
 --- recipe continues from ctx.run.step, the step of the weights it went back to.
+local decide
+
 function Policy:check(step, m, ctx)
-  ctx = ctx or {}
+  local action = decide(self, step, m, ctx or {})
+  if self.run_state then self.run_state.recovery = self:state() end
+  return action
+end
+
+function decide(self, step, m, ctx)
   if self.kl_stop and m.kl and m.kl > self.kl_stop then
     self.stopped = string.format("early stop at step %d: kl %.4g > kl_stop %.4g", step, m.kl, self.kl_stop)
     note(self, step, "stop", self.stopped)

@@ -362,7 +362,7 @@ func TestFaultResumeConfig(t *testing.T) {
 	}{
 		{[]string{"model=random:small"}, `model cannot change in the middle of a run (it ran with "random:tiny", the command line gives "random:small")`},
 		{[]string{"seed=4"}, "seed cannot change in the middle of a run"},
-		{[]string{"max_ply=30"}, "max_ply cannot change in the middle of this recipe's run"},
+		{[]string{"max_ply=30"}, "max_ply cannot change in the middle of a run (it ran with 20, the command line gives 30)"},
 		{[]string{"run_dir=" + filepath.Join(tmp, "other")}, "names another directory"},
 		{[]string{"kl_coeff=1"}, `unknown key "kl_coeff" (did you mean "kl_coef"?)`},
 	} {

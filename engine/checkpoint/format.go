@@ -35,7 +35,7 @@ type fileState struct {
 	Cursor     json.RawMessage            `json:"cursor"`
 	Recipe     json.RawMessage            `json:"recipe"`
 	Config     json.RawMessage            `json:"config"`
-	Settings   json.RawMessage            `json:"settings,omitempty"` // absent in checkpoints written before it was recorded
+	Settings   json.RawMessage            `json:"settings,omitempty"` // written by older versions; read and ignored
 	Kernels    string                     `json:"kernels,omitempty"`  // absent in checkpoints written before it was recorded
 	Reference  fileIdentity               `json:"reference"`
 	Metrics    metricMap                  `json:"metrics"`

@@ -108,7 +108,7 @@ func load(dir string) (*State, error) {
 	}
 	return &State{Step: fs.Step, Model: cfg, Params: params, MetricsBytes: metricsBytes,
 		Optimizer: OptimizerState{Config: optCfg, Base: fs.Optimizer.base(), Steps: steps, M: m, V: v},
-		RNG:       fs.RNG, Cursor: fs.Cursor, Recipe: fs.Recipe, Config: fs.Config, Settings: fs.Settings, Kernels: fs.Kernels,
+		RNG:       fs.RNG, Cursor: fs.Cursor, Recipe: fs.Recipe, Config: fs.Config, Kernels: fs.Kernels,
 		Reference: id, ReferenceParams: refParams, Metrics: map[string]float64(fs.Metrics),
 		Name: name, Time: fs.Time, ParamsHash: fs.ParamsHash}, nil
 }

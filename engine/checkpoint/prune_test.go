@@ -1,11 +1,11 @@
 package checkpoint
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -230,7 +230,8 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("Preflight created a lock file in %s", empty)
 	}
 	// Create refuses the folder that is not a run too, and writes nothing into it.
-	if _, err := Create(model, Options{KeepLast: DefaultKeepLast}); err == nil || !strings.Contains(err.Error(), "is not a run directory and is not empty") {
+	var nr *NotRunError
+	if _, err := Create(model, Options{KeepLast: DefaultKeepLast}); !errors.As(err, &nr) || nr.Dir != model || len(nr.Holds) == 0 {
 		t.Errorf("Create in a model folder: %v", err)
 	}
 	if entries, _ := os.ReadDir(model); len(entries) != 2 {

@@ -162,12 +162,7 @@ func refuseForeign(dir string) error {
 			found = append(found, e.Name())
 		}
 	}
-	more := ""
-	if len(entries) > len(found) {
-		more = fmt.Sprintf(" and %d more", len(entries)-len(found))
-	}
-	return fmt.Errorf("%s is not a run directory and is not empty (it holds %s%s): a run writes config.json, recipe.lua and metrics.jsonl there; choose a new or empty directory",
-		dir, strings.Join(found, ", "), more)
+	return &NotRunError{Dir: dir, Holds: found, More: len(entries) - len(found)}
 }
 
 // refuseCheckpoints is the error of a new run in a directory whose checkpoints/ holds any.
@@ -221,7 +216,7 @@ func OpenReadOnly(dir string) (*Run, error) {
 		return nil, fmt.Errorf("%s does not exist", dir)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "checkpoints")); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a run directory (no checkpoints/ in it)", dir)
+		return nil, &NotRunError{Dir: dir}
 	}
 	r := &Run{Dir: dir, opts: Options{KeepLast: DefaultKeepLast, Resume: true}, readOnly: true}
 	// A LATEST that cannot be read is Latest's error to report, not Open's.
@@ -308,17 +303,6 @@ func (r *Run) RecordedConfig() (cfg json.RawMessage, checkpoint string, err erro
 		return nil, name, fmt.Errorf("%s is not valid JSON", filepath.Join(r.Dir, "config.json"))
 	}
 	return b, name, nil
-}
-
-// RecordedSettings returns the engine settings the newest checkpoint recorded (State.Settings;
-// nil for a checkpoint written before they were) and that checkpoint's name, reading
-// state.json only (checksum checked), not the weights.
-func (r *Run) RecordedSettings() (settings json.RawMessage, checkpoint string, err error) {
-	fs, name, err := r.latestState()
-	if err != nil {
-		return nil, name, err
-	}
-	return fs.Settings, name, nil
 }
 
 // latestState reads the newest checkpoint's state.json (checksum checked), not its weights.

@@ -120,8 +120,8 @@ func (r *Run) rewindSamples(step int) error {
 }
 
 // ReadSamples returns the samples of the run directory dir in file order. A line that does
-// not parse is an error naming it, except a last line without its newline: a run writing it
-// now, or one a crash tore, which is left out.
+// not parse is a *DataError naming it, except a last line without its newline: a run writing
+// it now, or one a crash tore, which is left out.
 func ReadSamples(dir string) ([]Sample, error) {
 	path := filepath.Join(dir, SamplesFile)
 	b, err := os.ReadFile(path)
@@ -139,7 +139,7 @@ func ReadSamples(dir string) ([]Sample, error) {
 			if i == len(lines)-1 && !bytes.HasSuffix(ln, []byte("\n")) {
 				break
 			}
-			return out, fmt.Errorf("%s:%d: %w", path, i+1, err)
+			return out, &DataError{File: path, Line: i + 1, Err: err}
 		}
 		out = append(out, s)
 	}

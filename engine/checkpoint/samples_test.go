@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -49,7 +50,8 @@ func TestSamples(t *testing.T) {
 	// A bad line is an error naming it; a last line without its newline (being written, or
 	// torn by a crash) is left out.
 	os.WriteFile(filepath.Join(dir, SamplesFile), []byte(`{"step":1}`+"\n"+`{"step":`+"\n"+`{"step":3}`+"\n"), 0o644)
-	if _, err := ReadSamples(dir); err == nil || !strings.Contains(err.Error(), SamplesFile+":2:") {
+	var de *DataError
+	if _, err := ReadSamples(dir); !errors.As(err, &de) || de.File != filepath.Join(dir, SamplesFile) || de.Line != 2 {
 		t.Errorf("a bad line: %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, SamplesFile), []byte(`{"step":1}`+"\n"+`{"step":`), 0o644)

@@ -102,7 +102,7 @@ func (r *Run) Save(st *State) (string, error) {
 	}
 
 	fs := &fileState{Step: st.Step, Time: time.Now().UTC(), Model: toFileConfig(st.Model), ParamsHash: policyHash,
-		Optimizer: toFileOptimizer(st.Optimizer), RNG: st.RNG, Cursor: st.Cursor, Recipe: st.Recipe, Config: config, Settings: st.Settings, Kernels: st.Kernels,
+		Optimizer: toFileOptimizer(st.Optimizer), RNG: st.RNG, Cursor: st.Cursor, Recipe: st.Recipe, Config: config, Kernels: st.Kernels,
 		Reference: toFileIdentity(st.Reference), Metrics: metricMap(st.Metrics), MetricsBytes: &metricsBytes,
 		Retention: fileRetention{KeepLast: r.opts.KeepLast, BestMetric: r.opts.BestMetric, BestMode: r.opts.BestMode},
 		Files:     map[string]fileEntry{}}

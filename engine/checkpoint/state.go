@@ -24,10 +24,6 @@ type State struct {
 	Cursor json.RawMessage            // where the data stream is
 	Recipe json.RawMessage            // the recipe's own state table
 	Config json.RawMessage            // the resolved config; Save uses Run.WriteConfig's when nil
-	// Settings are the engine settings the run's calls used beyond its config: the defaults the
-	// settings a call does not name come from, and each kind of call's settings as last used
-	// (the binding's record; RecordedSettings reads it back without the weights).
-	Settings json.RawMessage
 	// Kernels names what computed the run's sums (the binding's description of its backend:
 	// the CPU kernels' vector width and OpenBLAS's kernel family, or the GPU). A run continues
 	// bit for bit only on the same kernels, so a resume on others says so. Empty in
@@ -187,7 +183,7 @@ func (s *State) validate() (policyHash string, err error) {
 	for _, f := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"cursor", s.Cursor}, {"recipe state", s.Recipe}, {"config", s.Config}, {"settings", s.Settings}} {
+	}{{"cursor", s.Cursor}, {"recipe state", s.Recipe}, {"config", s.Config}} {
 		if f.v != nil && !json.Valid(f.v) {
 			return "", fmt.Errorf("%s is not valid JSON", f.name)
 		}

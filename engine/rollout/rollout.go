@@ -97,13 +97,17 @@ type Completion struct {
 }
 
 // Batch is the result of one rollout: Group completions per prompt, prompt i's group at
-// Completions[i*Group : (i+1)*Group].
+// Completions[i*Group : (i+1)*Group]. It records the settings it was drawn with (Config's
+// sampling settings), so that whatever reads it later needs no other copy of them.
 type Batch struct {
 	Prompts      [][]int32
 	Group        int
 	Temperature  float32
 	Shaping      Shaping // how the tokens were drawn; the logprobs are of softmax(logits/Temperature) regardless
 	MaxNewTokens int
+	Seed         uint64   // the base of every completion's random stream
+	Stop         []string // the stop strings
+	StopRule     string   // the stop rule
 	Completions  []Completion
 
 	// Filled by the caller's reward function: one reward per completion and optionally named
@@ -188,7 +192,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		return nil, fmt.Errorf("rollout: stop token %d is outside the model's vocabulary of %d", cfg.StopToken, m.Config.VocabSize)
 	}
 	if len(prompts) == 0 {
-		return &Batch{Group: cfg.Group, Temperature: cfg.Temperature, Shaping: cfg.Shaping, MaxNewTokens: cfg.MaxNewTokens}, nil
+		return cfg.batch(nil, nil), nil
 	}
 	if cfg.Occurrences != nil && len(cfg.Occurrences) != len(prompts) {
 		return nil, fmt.Errorf("rollout: %d occurrences for %d prompts", len(cfg.Occurrences), len(prompts))
@@ -227,8 +231,8 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		slots = len(prompts) * g
 	}
 
-	b := &Batch{Prompts: prompts, Group: g, Temperature: cfg.Temperature, Shaping: cfg.Shaping, MaxNewTokens: cfg.MaxNewTokens,
-		Completions: make([]Completion, slots), sampler: m, samplerGen: m.ParamGeneration()}
+	b := cfg.batch(prompts, m)
+	b.Completions = make([]Completion, slots)
 	b.Stats.PrefillTokens = len(pb.Tokens)
 	prefillSlots := make([]int32, len(prompts))
 	for i := range prompts {
@@ -320,6 +324,16 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 	}
 	b.Stats.Seconds = time.Since(start).Seconds()
 	return b, nil
+}
+
+// batch is an empty batch of prompts drawn with c by m (nil: none), recording c's settings.
+func (c Config) batch(prompts [][]int32, m *gpt2.Model) *Batch {
+	b := &Batch{Prompts: prompts, Group: c.Group, Temperature: c.Temperature, Shaping: c.Shaping, MaxNewTokens: c.MaxNewTokens,
+		Seed: c.Seed, Stop: append([]string(nil), c.Stop...), StopRule: c.StopRule}
+	if m != nil {
+		b.sampler, b.samplerGen = m, m.ParamGeneration()
+	}
+	return b
 }
 
 func boolInt(b bool) int {

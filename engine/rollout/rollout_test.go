@@ -294,6 +294,27 @@ func TestShapingRecorded(t *testing.T) {
 	}
 }
 
+// TestBatchRecordsItsSettings: a batch carries every setting it was drawn with, for a batch
+// of prompts and for an empty one, and a later change to the config's stop list does not
+// reach it.
+func TestBatchRecordsItsSettings(t *testing.T) {
+	s := NewSampler(tinyModel(t, 1))
+	for name, ps := range map[string][][]int32{"prompts": prompts(rand.New(rand.NewPCG(3, 3)), 2, 4), "none": nil} {
+		cfg := baseConfig()
+		cfg.Shaping, cfg.Stop, cfg.StopRule, cfg.Decode = Shaping{TopK: 4}, []string{"xy"}, StopRuleRookWorld, decodeTiny
+		b := generate(t, s, ps, cfg)
+		cfg.Stop[0] = "changed"
+		got := Config{Group: b.Group, MaxNewTokens: b.MaxNewTokens, Temperature: b.Temperature, Shaping: b.Shaping,
+			Seed: b.Seed, Stop: b.Stop, StopRule: b.StopRule}
+		want := baseConfig()
+		want.Shaping, want.Stop, want.StopRule = Shaping{TopK: 4}, []string{"xy"}, StopRuleRookWorld
+		want.StopToken = 0
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: the batch records %+v, want %+v", name, got, want)
+		}
+	}
+}
+
 func TestValidateContext(t *testing.T) {
 	cfg := baseConfig()
 	cfg.MaxNewTokens = 39

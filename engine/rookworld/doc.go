@@ -13,7 +13,7 @@
 //	parse.go      parsers for completions, prompts and training strings
 //	stop.go       AnswerEnd: where the model card stops an answer (rollout's "rookworld" stop rule)
 //	env.go        EnvStep, EnvStepAfter, Step, Play: the A: task's transition and its rewards
-//	history.go    Histories: the games behind A: prompts whose answer needs them (fivefold repetition)
+//	history.go    HistoryFor: the game behind an A: prompt whose answer needs it (fivefold repetition)
 //	validate.go   ValidatePosition: the positions sources and EnvStep accept
 //	reward.go     Scorer: reward components, weights, floors, shaping, batch scoring
 //	metrics.go    evaluation metrics over scored answers
@@ -164,9 +164,10 @@
 // is_game_over(), whose fivefold repetition (FIDE's: the same placement, side
 // to move, castling rights and en-passant captures, a fifth time since the
 // last irreversible move) an A: prompt's ten recent moves cannot show. The
-// dataset builder, and the scorer given Input.StartFEN and History or a
-// Histories that Add saw the item for, judge with the game (EnvStepAfter), so
-// a draw by repetition scores 1.0 and "the game goes on" less. For sources
+// dataset builder, and the scorer given Input.StartFEN and History (which
+// HistoryFor gives for the prompts that need them), judge with the game
+// (EnvStepAfter), so a draw by repetition scores 1.0 and "the game goes on"
+// less. For sources
 // without a full history (FEN/EPD files, training text, a prompt alone) the
 // bare FEN is judged (EnvStep), as before: there the draw's answer scores
 // 0.775 with the default weights and "the game goes on" 1.0, even for a

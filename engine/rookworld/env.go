@@ -129,7 +129,8 @@ func EnvStep(fen, uci string) (EnvResult, error) {
 // EnvStepAfter judges a move in the position fen that the game from startFEN
 // through history (UCI, oldest first) reached, with that history: a move that
 // repeats a position for the fifth time ends the game. The history must lead
-// to fen exactly (clocks included). startFEN "" is EnvStep(fen, uci).
+// to fen exactly (clocks included), else the error is a *HistoryError.
+// startFEN "" is EnvStep(fen, uci).
 func EnvStepAfter(startFEN string, history []string, fen, uci string) (EnvResult, error) {
 	if startFEN == "" {
 		return EnvStep(fen, uci)
@@ -143,7 +144,7 @@ func EnvStepAfter(startFEN string, history []string, fen, uci string) (EnvResult
 		return EnvResult{}, err
 	}
 	if got := g.Position().FEN(); got != want.FEN() {
-		return EnvResult{}, fmt.Errorf("the history from %s leads to %s, not to %s", startFEN, got, want.FEN())
+		return EnvResult{}, &HistoryError{StartFEN: startFEN, Reached: got, Want: want.FEN()}
 	}
 	return Step(g, uci), nil
 }

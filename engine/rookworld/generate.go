@@ -19,10 +19,10 @@ const (
 // GeneratorOptions configure the built-in position generator.
 type GeneratorOptions struct {
 	Seed     uint64 `json:"seed"`
-	StartFEN string `json:"start_fen"`                   // default StartFEN
-	MinPly   int    `json:"min_ply" renamed:"min_plies"` // shortest game played before a position is taken
-	MaxPly   int    `json:"max_ply" renamed:"max_plies"` // longest; default 60
-	Style    string `json:"style"`                       // StyleOpening (default) or StyleRandom
+	StartFEN string `json:"start_fen"` // default StartFEN
+	MinPly   int    `json:"min_ply"`   // shortest game played before a position is taken
+	MaxPly   int    `json:"max_ply"`   // longest; default 60
+	Style    string `json:"style"`     // StyleOpening (default) or StyleRandom
 	// With Engine set, each ply follows the engine with probability
 	// GuideProb: a move drawn uniformly from its top GuideTop lines at
 	// GuideDepth (defaults 3 and 6).

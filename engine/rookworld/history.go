@@ -1,59 +1,38 @@
 package rookworld
 
 import (
-	"sync"
+	"fmt"
 
 	"github.com/rookscript/rookscript/engine/chess"
 )
 
-// Histories remembers the games behind the A: prompts whose rules' answer
-// depends on the game's history, so that a scorer handed only a prompt's text
-// (all a rollout keeps) judges it as the game went. An A: prompt carries the
-// FEN, the move and at most ten recent moves; a fivefold repetition needs more
-// (its first and fifth occurrences are at least sixteen plies apart), so
-// without its game the rules see a draw by repetition as a game that goes on.
-// Only such prompts are kept, a handful in thousands, so the book needs no
-// bound; for every other prompt the bare FEN gives the same answer and nothing
-// is stored. A Histories is safe for concurrent use; the zero value is not
-// (NewHistories).
-type Histories struct {
-	mu sync.Mutex
-	m  map[string]gameHistory
-}
-
-type gameHistory struct {
-	start string
-	moves []string
-}
-
-// NewHistories returns an empty book.
-func NewHistories() *Histories { return &Histories{m: map[string]gameHistory{}} }
-
-// Add notes the history of item it for p, the prompt Mix.Prompt drew from it:
-// kept when p is an A: prompt whose answer with the item's full history
-// (it.StartFEN set: PGN, generator) differs from its answer from the bare FEN,
-// forgotten otherwise. One prompt text can arise from two games; the latest
-// Add decides how it is judged. Items without a full history (FEN/EPD files,
-// training text) and P: prompts change nothing.
-func (h *Histories) Add(it Item, p Prompt) {
+// HistoryFor returns the game behind p, the prompt Mix.Prompt drew from item
+// it, when the rules' answer to p depends on it: the FEN the game started
+// from and the moves that led to the prompt's position, for an Input's
+// StartFEN and History. An A: prompt carries the FEN, the move and at most
+// ten recent moves; a fivefold repetition needs more (its first and fifth
+// occurrences are at least sixteen plies apart), so without its game the
+// rules see a draw by repetition as a game that goes on. ok is true only for
+// such prompts, a handful in thousands: for every other prompt the bare FEN
+// gives the same answer, and the prompt carries nothing more. Items without a
+// full history (FEN/EPD files, training text), P: prompts and a history that
+// does not replay (the scorer reports the bare prompt's own error, if any)
+// give ok false.
+func HistoryFor(it Item, p Prompt) (startFEN string, history []string, ok bool) {
 	if p.Task != "A" || it.StartFEN == "" || p.FEN != it.FEN {
-		return
+		return "", nil, false
 	}
 	if pos, err := chess.ParseFEN(p.FEN); err == nil && pos.HalfmoveClock()+1 < minFivefoldPlies {
-		h.forget(p.Prompt) // too few reversible plies for a fifth occurrence: no replay needed
-		return
+		return "", nil, false // too few reversible plies for a fifth occurrence: no replay needed
 	}
 	with, err := EnvStepAfter(it.StartFEN, it.History, it.FEN, p.Move)
 	if err != nil {
-		return // the scorer reports the bare prompt's own error, if any
+		return "", nil, false
 	}
 	if bare, err := EnvStep(p.FEN, p.Move); err == nil && bare == with {
-		h.forget(p.Prompt)
-		return
+		return "", nil, false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.m[p.Prompt] = gameHistory{it.StartFEN, append([]string(nil), it.History...)}
+	return it.StartFEN, append([]string(nil), it.History...), true
 }
 
 // minFivefoldPlies is the fewest plies without an irreversible move in which
@@ -62,27 +41,15 @@ func (h *Histories) Add(it Item, p Prompt) {
 // so a step whose clock stays below this cannot meet a fivefold repetition.
 const minFivefoldPlies = 16
 
-func (h *Histories) forget(prompt string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.m, prompt)
+// HistoryError is a game that does not lead to the position it is given for
+// (EnvStepAfter's history, an Input's StartFEN and History): the prompt and
+// the game behind it disagree.
+type HistoryError struct {
+	StartFEN string // where the game starts
+	Reached  string // the position its moves lead to
+	Want     string // the position it was given for
 }
 
-// Lookup returns the game behind an A: prompt, if Add kept one: the FEN it
-// started from and the moves that led to the prompt's position.
-func (h *Histories) Lookup(prompt string) (startFEN string, history []string, ok bool) {
-	if h == nil {
-		return "", nil, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	g, ok := h.m[prompt]
-	return g.start, g.moves, ok
-}
-
-// Len is the number of prompts kept.
-func (h *Histories) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.m)
+func (e *HistoryError) Error() string {
+	return fmt.Sprintf("the history from %s leads to %s, not to %s", e.StartFEN, e.Reached, e.Want)
 }

@@ -2,6 +2,7 @@ package rookworld
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"slices"
@@ -54,20 +55,18 @@ var fivefoldRows = []string{
 	"testdata/repetition.pgn:18 ply 23",
 }
 
-// The scorer judges a fivefold repetition by the game's history, given on the input or kept
-// by Histories from the source's item: the right answer (a draw, terminated) scores 1 and the
-// answer the bare FEN would give (the game goes on) less. Without a history the scorer judges
-// the bare FEN, as it does for sources that have none (FEN/EPD files, training text).
+// The scorer judges a fivefold repetition by the game's history the input carries, which
+// HistoryFor gives for exactly the prompts whose answer needs it: the right answer (a draw,
+// terminated) scores 1 and the answer the bare FEN would give (the game goes on) less. Without
+// a history the scorer judges the bare FEN, as it does for sources that have none (FEN/EPD
+// files, training text).
 func TestFivefoldRepetitionIsJudgedWithTheGame(t *testing.T) {
 	items, prompts := envRows(t, "testdata/repetition.pgn")
-	plain, err := NewScorer(nil, DefaultRewardConfig())
+	s, err := NewScorer(nil, DefaultRewardConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	book := NewHistories()
-	withBook, _ := NewScorer(nil, DefaultRewardConfig())
-	withBook.Histories = book
-	score := func(s *Scorer, in Input) float64 {
+	score := func(in Input) float64 {
 		t.Helper()
 		r, err := s.Score(context.Background(), in)
 		if err != nil {
@@ -75,10 +74,16 @@ func TestFivefoldRepetitionIsJudgedWithTheGame(t *testing.T) {
 		}
 		return r.Total
 	}
-	var found []string
+	var found, kept []string
 	for i, it := range items {
 		p := prompts[i]
-		book.Add(it, p)
+		start, history, ok := HistoryFor(it, p)
+		if ok {
+			kept = append(kept, it.Origin)
+			if start != it.StartFEN || !slices.Equal(history, it.History) {
+				t.Errorf("%s: HistoryFor = %s %v, want the item's game", it.Origin, start, history)
+			}
+		}
 		right, err := EnvStepAfter(it.StartFEN, it.History, it.FEN, p.Move)
 		if err != nil {
 			t.Fatal(err)
@@ -94,56 +99,67 @@ func TestFivefoldRepetitionIsJudgedWithTheGame(t *testing.T) {
 		if right.Termination != chess.FivefoldRepetition || right.Reward != RewardDraw || bare.Terminated {
 			t.Errorf("%s: with the game %+v, bare %+v", it.Origin, right, bare)
 		}
-		full := Input{Prompt: p.Prompt, StartFEN: it.StartFEN, History: it.History}
-		for name, s := range map[string]*Scorer{"input": plain, "histories": withBook} {
-			in := full
-			if name == "histories" {
-				in = Input{Prompt: p.Prompt}
+		for _, tc := range []struct {
+			name       string
+			in         Input
+			completion string
+			want       float64 // -1: below 1
+		}{
+			{"the item's game, the right answer", Input{StartFEN: it.StartFEN, History: it.History}, right.Completion(), 1},
+			{"the item's game, the bare FEN's answer", Input{StartFEN: it.StartFEN, History: it.History}, bare.Completion(), -1},
+			{"HistoryFor's game, the right answer", Input{StartFEN: start, History: history}, right.Completion(), 1},
+			{"HistoryFor's game, the bare FEN's answer", Input{StartFEN: start, History: history}, bare.Completion(), -1},
+			// Without the game: the bare FEN's answer, 0.775 for the right one (flags half
+			// right, reward field wrong). This is what sources without history still get.
+			{"no game, the right answer", Input{}, right.Completion(), 0.775},
+		} {
+			in := tc.in
+			in.Prompt, in.Completion = p.Prompt, tc.completion
+			got := score(in)
+			if (tc.want == -1 && got >= 1) || (tc.want != -1 && math.Abs(got-tc.want) > 1e-12) {
+				t.Errorf("%s: %s %q scores %v, want %v", it.Origin, tc.name, tc.completion, got, map[bool]any{true: "< 1", false: tc.want}[tc.want == -1])
 			}
-			in.Completion = right.Completion()
-			if got := score(s, in); got != 1 {
-				t.Errorf("%s (history from the %s): the right answer %q scores %v, want 1", it.Origin, name, in.Completion, got)
-			}
-			in.Completion = bare.Completion()
-			if got := score(s, in); got >= 1 {
-				t.Errorf("%s (history from the %s): the bare FEN's answer %q scores %v, want < 1", it.Origin, name, in.Completion, got)
-			}
-		}
-		// Without the game: the bare FEN's answer, 0.775 for the right one (flags half right,
-		// reward field wrong). This is what sources without history still get.
-		if got := score(plain, Input{Prompt: p.Prompt, Completion: right.Completion()}); math.Abs(got-0.775) > 1e-12 {
-			t.Errorf("%s: without the game the right answer scores %v, want 0.775", it.Origin, got)
 		}
 	}
 	if !slices.Equal(found, fivefoldRows) {
 		t.Errorf("rows whose answer needs the game:\n%s\nwant\n%s", strings.Join(found, "\n"), strings.Join(fivefoldRows, "\n"))
 	}
-	if book.Len() != len(fivefoldRows) {
-		t.Errorf("Histories kept %d prompts, want only the %d that need their game", book.Len(), len(fivefoldRows))
+	if !slices.Equal(kept, fivefoldRows) {
+		t.Errorf("HistoryFor gave the game of\n%s\nwant only the rows that need it\n%s", strings.Join(kept, "\n"), strings.Join(fivefoldRows, "\n"))
 	}
 }
 
-// Histories keeps a prompt only while its latest game needs it: the same text drawn from a game
-// where the bare FEN is right forgets it.
-func TestHistoriesForgetAPromptTheBareFENJudges(t *testing.T) {
+// HistoryFor gives a prompt's game only where that game changes the answer: the same prompt
+// text drawn from a game that began ten plies earlier (too short for a fifth occurrence), a P:
+// prompt and an item without a full history get none. Each prompt is judged by its own item:
+// nothing is remembered between calls.
+func TestHistoryForOnlyWhereTheGameDecides(t *testing.T) {
 	items, prompts := envRows(t, "testdata/repetition.pgn")
-	book := NewHistories()
 	k := slices.IndexFunc(items, func(it Item) bool { return it.Origin == fivefoldRows[0] })
-	book.Add(items[k], prompts[k])
-	if _, h, ok := book.Lookup(prompts[k].Prompt); !ok || !slices.Equal(h, items[k].History) {
-		t.Fatalf("Lookup = %v, %v after Add", h, ok)
-	}
 	short := items[k]
 	short.History = short.History[len(short.History)-10:] // the same prompt from a game that began 10 plies earlier
 	short.StartFEN = replayFEN(t, items[k].StartFEN, items[k].History[:len(items[k].History)-10])
-	book.Add(short, prompts[k])
-	if _, _, ok := book.Lookup(prompts[k].Prompt); ok || book.Len() != 0 {
-		t.Errorf("the prompt is still kept after a game that does not need it")
+	if again := (Mix{Task: MixEnv}).Prompt(short, 0, ""); again.Prompt != prompts[k].Prompt {
+		t.Fatalf("the short game's prompt %q is not the long one's %q", again.Prompt, prompts[k].Prompt)
 	}
-	book.Add(items[k], Prompt{Prompt: "P: " + items[k].FEN, Task: "P", FEN: items[k].FEN})
-	book.Add(Item{FEN: items[k].FEN}, prompts[k]) // no full history
-	if book.Len() != 0 {
-		t.Errorf("P: prompts and items without a full history are kept")
+	for _, tc := range []struct {
+		name string
+		it   Item
+		p    Prompt
+		want bool
+	}{
+		{"the fivefold game", items[k], prompts[k], true},
+		{"the same prompt from a short game", short, prompts[k], false},
+		{"a P: prompt", items[k], Prompt{Prompt: "P: " + items[k].FEN, Task: "P", FEN: items[k].FEN}, false},
+		{"no full history", Item{FEN: items[k].FEN, History: items[k].History}, prompts[k], false},
+		{"a history that does not replay", Item{FEN: items[k].FEN, StartFEN: chess.StartFEN, History: []string{"e2e5"}}, prompts[k], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start, h, ok := HistoryFor(tc.it, tc.p)
+			if ok != tc.want || (ok && (start != tc.it.StartFEN || !slices.Equal(h, tc.it.History))) || (!ok && (start != "" || h != nil)) {
+				t.Errorf("HistoryFor = %q, %v, %v; want ok %v", start, h, ok, tc.want)
+			}
+		})
 	}
 }
 
@@ -163,8 +179,9 @@ func TestEnvStepAfterChecksTheHistory(t *testing.T) {
 	if err != nil || !r.Legal || r.Reward != RewardLegal {
 		t.Errorf("EnvStepAfter = %+v, %v", r, err)
 	}
-	if _, err := EnvStepAfter(chess.StartFEN, []string{"d2d4"}, after, "e7e5"); err == nil || !strings.Contains(err.Error(), "leads to") {
-		t.Errorf("a history that does not reach the FEN: err = %v", err)
+	var he *HistoryError
+	if _, err := EnvStepAfter(chess.StartFEN, []string{"d2d4"}, after, "e7e5"); !errors.As(err, &he) || he.StartFEN != chess.StartFEN || he.Want != after {
+		t.Errorf("a history that does not reach the FEN: err = %v, want a *HistoryError from the start to %s", err, after)
 	}
 	if _, err := EnvStepAfter(chess.StartFEN, []string{"e2e5"}, after, "e7e5"); err == nil || !strings.Contains(err.Error(), "ply 1") {
 		t.Errorf("an illegal history: err = %v", err)
@@ -202,9 +219,7 @@ func TestGeneratorGamesJudgeFivefold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	book := NewHistories()
 	s, _ := NewScorer(nil, DefaultRewardConfig())
-	s.Histories = book
 	mix := Mix{Task: MixEnv}
 	for i := range int64(5) {
 		it, err := gen.Next(context.Background())
@@ -212,7 +227,10 @@ func TestGeneratorGamesJudgeFivefold(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := mix.Prompt(it, i, "")
-		book.Add(it, p)
+		start, history, ok := HistoryFor(it, p)
+		if !ok {
+			t.Fatalf("%s: HistoryFor gives no game for a fivefold repetition", it.Origin)
+		}
 		right, err := EnvStepAfter(it.StartFEN, it.History, it.FEN, p.Move)
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +243,7 @@ func TestGeneratorGamesJudgeFivefold(t *testing.T) {
 			completion string
 			want       float64
 		}{{right.Completion(), 1}, {bare.Completion(), 0.775}} {
-			r, err := s.Score(context.Background(), Input{Prompt: p.Prompt, Completion: c.completion})
+			r, err := s.Score(context.Background(), Input{Prompt: p.Prompt, Completion: c.completion, StartFEN: start, History: history})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,15 +46,15 @@ const (
 type RewardConfig struct {
 	Policy         PolicyWeights `json:"policy"`
 	Env            EnvWeights    `json:"env"`
-	MalformedFloor float64       `json:"malformed" renamed:"malformed_floor"` // total for an answer that does not parse
-	IllegalFloor   float64       `json:"illegal" renamed:"illegal_floor"`     // total for a policy answer whose B: is illegal
-	RankCredit     []float64     `json:"rank_credit"`                         // best_rank credit for MultiPV rank 1, 2, …
-	LegalCredit    float64       `json:"legal_credit"`                        // best_rank credit for a legal move outside the lines
-	EvalClip       float64       `json:"eval_clip"`                           // pawns; |E − Stockfish| beyond this scores 0
-	FENPartial     bool          `json:"fen_partial"`                         // FEN credit by similarity instead of exact match
-	Shaping        Shaping       `json:"shaping"`                             // ShapeLinear ("" too), ShapeCentered, ShapeStrict
-	TruncatedFloor bool          `json:"truncated_floor"`                     // answers cut by max_new_tokens get MalformedFloor
-	Depth          int           `json:"depth"`                               // search depth; 0 = the pool's
+	MalformedFloor float64       `json:"malformed"`       // total for an answer that does not parse
+	IllegalFloor   float64       `json:"illegal"`         // total for a policy answer whose B: is illegal
+	RankCredit     []float64     `json:"rank_credit"`     // best_rank credit for MultiPV rank 1, 2, …
+	LegalCredit    float64       `json:"legal_credit"`    // best_rank credit for a legal move outside the lines
+	EvalClip       float64       `json:"eval_clip"`       // pawns; |E − Stockfish| beyond this scores 0
+	FENPartial     bool          `json:"fen_partial"`     // FEN credit by similarity instead of exact match
+	Shaping        Shaping       `json:"shaping"`         // ShapeLinear ("" too), ShapeCentered, ShapeStrict
+	TruncatedFloor bool          `json:"truncated_floor"` // answers cut by max_new_tokens get MalformedFloor
+	Depth          int           `json:"depth"`           // search depth; 0 = the pool's
 }
 
 // DefaultRewardConfig returns the defaults: weights summing to one, malformed
@@ -187,8 +187,9 @@ type Detail struct {
 // Input is one (prompt, completion) pair. Truncated marks a completion cut by
 // max_new_tokens rather than ended by the stop token or a stop. For an A: prompt,
 // StartFEN and History may give the game that led to the prompt's position
-// (as Item has them), which then judges repetition; without them the
-// Scorer's Histories is asked, and failing that the bare FEN is judged.
+// (as Item has them; HistoryFor gives them where the answer needs them), which
+// then judges repetition; without them the bare FEN is judged. The input
+// carries all its judgement needs: the scorer keeps no memory of prompts.
 type Input struct {
 	Prompt     string   `json:"prompt"`
 	Completion string   `json:"completion"`
@@ -205,8 +206,6 @@ type Scorer struct {
 
 	// Progress, if set, is told by ScoreBatch how many answers are scored (one call at a time).
 	Progress func(done, total int)
-	// Histories, if set, gives the games behind A: prompts whose inputs carry none.
-	Histories *Histories
 }
 
 // NewScorer validates cfg. pool may be nil when only A: prompts are scored.
@@ -390,11 +389,7 @@ func (s *Scorer) scoreEnv(in Input) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	start, history := in.StartFEN, in.History
-	if start == "" {
-		start, history, _ = s.Histories.Lookup(in.Prompt)
-	}
-	want, err := EnvStepAfter(start, history, p.FEN, p.Move)
+	want, err := EnvStepAfter(in.StartFEN, in.History, p.FEN, p.Move)
 	if err != nil {
 		return r, err
 	}

@@ -102,8 +102,8 @@ function T.test_reward_options()
   local prompt = "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
   local right = rook.chess.step("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e2e4").completion
   check.near(rook.chess.score(prompt, "garbage", { malformed = -0.5 }).total, -0.5, 1e-12, "the malformed floor")
-  check.errors(function() rook.chess.score(prompt, "garbage", { malformed_floor = -0.5 }) end,
-    'rook.chess.score: option "malformed_floor" is now "malformed"')
+  check.errors(function() rook.chess.score(prompt, "garbage", { malformd = -0.5 }) end,
+    'rook.chess.score: unknown option "malformd" (did you mean "malformed"?)')
   -- Right flags and reward field, wrong FEN: with all the weight on the FEN the total is 0,
   -- 2t − 1 = −1 when centered.
   local wrong_fen = string.gsub(right, "4P3", "3P4", 1)
@@ -155,6 +155,42 @@ function T.test_eval_answers_per_prompt()
   check.eq(m.answers[2].p_format, nil)
 end
 
+-- A batch keeps its prompts' items: batch:items() gives them back, one per group, with the
+-- game each is judged with; a recipe's own reward can score a completion by its item. The
+-- batch also says how it was drawn.
+function T.test_batch_keeps_its_items()
+  local pgn = "../engine/rookworld/testdata/repetition.pgn"
+  local prompts = { "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+" }
+  for _, it in ipairs(rook.positions{ path = pgn, per_game = 1000, loop = false, task = "env" }:next(100)) do
+    if it.origin == pgn .. ":4 ply 17" or it.origin == pgn .. ":4 ply 3" then prompts[#prompts + 1] = it end
+  end
+  check.eq(#prompts, 3)
+  local b = rook.load("random:tiny"):rollout(prompts, { group = 2, max_new_tokens = 3, seed = 5, stop_rule = "rookworld" })
+  local items = b:items()
+  check.eq(#items, 3, "one item per group")
+  check.eq(items[1].prompt, prompts[1])
+  check.eq(items[1].task, nil, "a string prompt's item has only its text")
+  for i = 2, 3 do
+    for _, k in ipairs({ "prompt", "task", "fen", "move", "origin", "start_fen" }) do
+      check.eq(items[i][k], prompts[i][k], k)
+    end
+    check.eq(items[i].history ~= nil, prompts[i].history ~= nil)
+  end
+  check.eq(table.concat(items[3].history, " "), table.concat(prompts[3].history, " "))
+  check.eq(b[5].group, 3, "a completion's group indexes batch:items()")
+  check.eq(b.seed, 5)
+  check.eq(b.max_new_tokens, 3)
+  check.eq(b.stop_rule, "rookworld")
+  check.eq(#b.stop, 0)
+  local right = rook.chess.step(items[3].fen, items[3].move)
+  local rewards = rook.reward.fn(b, function(_, text, c)
+    return rook.chess.score(items[c.group], c.group == 3 and string.gsub(right.completion, "0.001%+0%+0", "0.5+1+0") or text).total
+  end)
+  check.eq(rewards[5], 1, "the fifth repetition, scored with the item's game")
+  check.errors(function() rook.load("random:tiny"):rollout({ prompts[1], { fen = "x" } }) end,
+    'prompt 2: field "prompt": want a string, got nil')
+end
+
 function T.test_engine_option_must_be_a_stockfish()
   check.errors(function() rook.positions{ generator = { engine = 3 } } end,
     'rook.positions: option "generator.engine": want a rook.stockfish, got 3')
@@ -165,7 +201,6 @@ end
 function T.test_stockfish_settings_are_checked()
   check.errors(function() rook.stockfish{ depth = 0 } end, "rook.stockfish: stockfish: depth must be ≥ 1, got 0")
   check.errors(function() rook.stockfish{ workers = 0 } end, "stockfish: workers must be ≥ 1, got 0")
-  check.errors(function() rook.stockfish{ stockfish_depth = 4 } end, 'rook.stockfish: option "stockfish_depth" is now "depth"')
   check.errors(function() rook.stockfish{ depht = 4 } end, 'rook.stockfish: unknown option "depht" (did you mean "depth"?)')
   check.errors(function() rook.stockfish{ timeout = "30s" } end, 'rook.stockfish: option "timeout": want a number, got the string "30s"')
   local sf, err = rook.stockfish{ path = "/nonexistent/stockfish" }
@@ -234,10 +269,51 @@ function T.test_positions_from_games_judge_fivefold()
   local bare = rook.chess.step(item.fen, item.move).completion
   local right = g:fen() .. "+0.5+1+0"
   check.eq(bare, g:fen() .. "+0.001+0+0", "the bare FEN: the game goes on")
-  local s = rook.chess.score(item.prompt, right)
+  -- The item carries its game; the prompt's text alone does not.
+  check.eq(item.start_fen, "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")
+  check.eq(#item.history, 17)
+  check.eq(item.history[17], "f3g1")
+  check.eq(item.move, "c6b8")
+  local s = rook.chess.score(item, right)
   check.eq(s.total, 1, "the draw by repetition is right")
   check.eq(s.expected, right)
-  check.near(rook.chess.score(item.prompt, bare).total, 0.775, 1e-12, "the bare FEN's answer is not")
+  check.near(rook.chess.score(item, bare).total, 0.775, 1e-12, "the bare FEN's answer is not")
+  check.near(rook.chess.score(item.prompt, right).total, 0.775, 1e-12, "a string prompt has no game: the bare FEN judges it")
+  check.eq(rook.chess.score(item.prompt, bare).total, 1)
+end
+
+-- Only the A: items whose answer needs their game carry it (start_fen, history): a handful in
+-- a file of repetitions, none for P: items or sources without a game's start.
+function T.test_items_carry_a_game_only_where_it_decides()
+  local pgn = "../engine/rookworld/testdata/repetition.pgn"
+  local carried = {}
+  for _, it in ipairs(rook.positions{ path = pgn, per_game = 1000, loop = false, task = "env" }:next(100)) do
+    check.eq(it.start_fen ~= nil, it.history ~= nil, "start_fen and history come together")
+    if it.history then carried[#carried + 1] = it.origin end
+  end
+  -- The eight rows of rookworld's fivefoldRows, and the perpetual check's last position, whose
+  -- move (drawn: the game has no next) repeats a position a fifth time too.
+  check.eq(table.concat(carried, ", "), table.concat({ pgn .. ":4 ply 17", pgn .. ":10 ply 16", pgn .. ":10 ply 17",
+    pgn .. ":18 ply 16", pgn .. ":18 ply 17", pgn .. ":18 ply 18", pgn .. ":18 ply 19", pgn .. ":18 ply 22",
+    pgn .. ":18 ply 23" }, ", "))
+  for _, it in ipairs(rook.positions{ path = pgn, per_game = 1000, loop = false, task = "policy" }:next(100)) do
+    check.eq(it.history, nil, "a P: item carries no game")
+  end
+  for _, it in ipairs(rook.positions{ path = EPD, task = "env", seed = 1 }:next(20)) do
+    check.eq(it.history, nil, "an EPD position has no game")
+  end
+end
+
+-- rook.chess.score takes an item table as its prompt; an item table it cannot read is an
+-- error naming the field.
+function T.test_score_reads_item_tables()
+  local prompt = "A: rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1+e2e4+e2e4+"
+  local right = rook.chess.step("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e2e4").completion
+  check.eq(rook.chess.score({ prompt = prompt, task = "A" }, right).total, 1)
+  check.errors(function() rook.chess.score({ text = prompt }, right) end, 'the prompt: field "prompt": want a string, got nil')
+  check.errors(function() rook.chess.score({ prompt = prompt, history = { "e2e4" } }, right) end,
+    'the prompt: field "history": without start_fen')
+  check.errors(function() rook.chess.score(3, right) end, "the prompt is a number, want a string or an item table")
 end
 
 return T

@@ -22,11 +22,6 @@ function T.test_trl_names_and_aliases()
   local m2 = rook.grpo.step(p2, r2, o2, b2, { kl_coef = 0.05, epsilon = 0.1, epsilon_high = 0.3, loss_type = "dapo" })
   check.eq(m2.loss, m1.loss, "kl_coef is beta")
   check.eq(p2:hash(), p1:hash(), "same weights after the step")
-  for old, new in pairs{ clip_low = "epsilon", clip = "epsilon", clip_high = "epsilon_high", aggregation = "loss_type",
-                         scale = "scale_rewards", ratio_level = "importance_sampling_level", epochs = "num_iterations",
-                         mask_truncated = "mask_truncated_completions" } do
-    check.errors(function() rook.grpo.defaults{ [old] = 1 } end, string.format('option "%s" is now "%s"', old, new))
-  end
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { beta = 0.1, kl_coef = 0.1 }) end, 'option "beta" is given twice, as "beta", "kl_coef"')
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { klcoef = 1 }) end, 'unknown option "klcoef" (did you mean "kl_coef"?)')
   check.errors(function() rook.grpo.step(p1, r1, o1, b1, { epsilon = "wide" }) end, 'option "epsilon": want a number, got the string "wide"')
