@@ -106,8 +106,10 @@ ptx:
 ptx-check:
 	$(GO) run $(CUDA_PKG)/internal/ptxgen -check
 
-# The harness prints one table; pass flags through, e.g. make bench BENCH_FLAGS='-runs 3 -only gemm,engine'
-# (rookbench -h lists them; LLMC_DIR=<llm.c checkout with train_gpt2 built> adds llm.c).
+# The harness prints one table. A run of every section writes bench/results/<machine>.json and
+# renders bench/RESULTS.md and the README's table from all result files; a subset writes none:
+# make bench BENCH_FLAGS='-runs 3 -only gemm,engine' (rookbench -h lists the flags;
+# LLMC_DIR=<llm.c checkout with train_gpt2 built> adds llm.c).
 BENCH_BIN   := bin/rookbench
 BENCH_FLAGS ?=
 

@@ -211,6 +211,8 @@ run() {
 		fi
 		stage "rookbench: timings beside their floors" 200 "$dir/rookbench" -device cuda -runs 5 -warmup 1 -gen-runs 3 -batch 16 -seq 128 \
 			-cpuprofile "$OUTDIR/rookbench-host.pprof"
+		# The run's result file comes back with the report, to be committed under bench/results.
+		cp bench/results/*.json "$OUTDIR/" 2>/dev/null || true
 		if command -v compute-sanitizer >/dev/null; then
 			# memcheck over every check; racecheck (shared-memory races, which the emulator's
 			# interleavings may miss) and synccheck (barriers in divergent code) over the kernels.

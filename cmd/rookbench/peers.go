@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,120 +17,50 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rookscript/rookscript/engine/backend/cpu"
 )
 
-// peerTimeout bounds one peer process (a PyTorch script or llm.c).
+// peerTimeout bounds one peer process.
 const peerTimeout = 20 * time.Minute
 
-// torchInfo is the first line a PyTorch script prints in --serve mode.
+// torchInfo is the ready line a PyTorch script prints in --serve mode.
 type torchInfo struct {
 	Ready         bool    `json:"ready"`
 	Torch         string  `json:"torch"`
-	Threads       int     `json:"threads"`
 	OMPWaitPolicy string  `json:"omp_wait_policy"`
 	CoreType      string  `json:"openblas_coretype"` // OPENBLAS_CORETYPE as the process saw it
-	Tunables      string  `json:"glibc_tunables"`    // GLIBC_TUNABLES as the process saw it
-	BLAS          string  `json:"blas"`              // the BLAS library it loaded
-	BLASCore      string  `json:"blas_core"`         // the processor family whose kernels that OpenBLAS runs
-	Capability    string  `json:"cpu_capability"`    // the kernels torch's own operators dispatch to
-	OneDNN        string  `json:"onednn"`            // its version
-	OneDNNISA     string  `json:"onednn_isa"`        // the instructions its kernels use (ONEDNN_MAX_CPU_ISA's names)
-	Params        int     `json:"params"`
+	BLASCore      string  `json:"blas_core"`         // the family whose kernels its OpenBLAS runs
+	Capability    string  `json:"cpu_capability"`    // the kernels torch's own operators run
+	OneDNNISA     string  `json:"onednn_isa"`
 	InitS         float64 `json:"init_s"`
 }
 
-// degraded says why the process runs kernels below what the processor can do, or "".
-func (ti torchInfo) degraded() string {
-	switch {
-	case strings.EqualFold(ti.BLASCore, "prescott"):
-		return fmt.Sprintf("its OpenBLAS (%s) runs its Prescott (SSE3) kernels", ti.BLAS)
-	case strings.EqualFold(ti.Capability, "default"), strings.EqualFold(ti.Capability, "NO AVX"):
-		return "torch's operators run their scalar (DEFAULT) kernels"
+// peerEnv is base with set's variables in place of base's, and huge pages for large blocks
+// of glibc's malloc, as cpu.HostFloats advises them for the engine's buffers.
+func peerEnv(base []string, set ...string) []string {
+	set = append(set, "GLIBC_TUNABLES=glibc.malloc.hugetlb=1")
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, k+"=") })
+	})
+	return append(env, set...)
+}
+
+// torchEnv is the environment of a PyTorch peer at its best here: OMP_WAIT_POLICY=PASSIVE
+// (Debian's torch otherwise keeps its OpenMP threads spinning between parallel regions, against
+// its own BLAS threads), OpenBLAS on the engine's kernel family, and where the engine is capped
+// at AVX2, its operators and oneDNN capped too (torch reads its capability in lower case only).
+func torchEnv(base []string, coreType string, capped bool) []string {
+	set := []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=" + coreType}
+	if capped {
+		set = append(set, "ATEN_CPU_CAPABILITY=avx2", "ONEDNN_MAX_CPU_ISA=AVX2")
 	}
-	return ""
+	return peerEnv(base, set...)
 }
 
-// torchPeer is how a PyTorch process is configured. Tuned, it gets what makes it fastest
-// here: OMP_WAIT_POLICY=PASSIVE, OpenBLAS told to run the kernel family the engine's runs
-// (a release that does not know the processor falls back to Prescott's, as the engine would
-// without blas_core.c), and torch's operators at the faster of their AVX2 and AVX-512
-// kernels on this machine. Untuned, it gets the environment as it is.
-type torchPeer struct {
-	tuned      bool
-	coreType   string // OPENBLAS_CORETYPE; "" leaves it to OpenBLAS
-	capability string // the operators' kernels as torch names them (AVX2, AVX512, DEFAULT); "" leaves it to torch
-	capped     bool   // the engine's kernels are capped at AVX2: oneDNN is too (ONEDNN_MAX_CPU_ISA)
-}
-
-// torchReply is its answer to one op: the run's wall, CPU and system ms (and, for a
-// generation, its prefill and decode ms), or an error.
-type torchReply struct {
-	Op        string  `json:"op"`
-	Error     string  `json:"error"`
-	MS        float64 `json:"ms"`
-	CPUMS     float64 `json:"cpu_ms"`
-	SysMS     float64 `json:"sys_ms"`
-	PrefillMS float64 `json:"prefill_ms"`
-	DecodeMS  float64 `json:"decode_ms"`
-}
-
-// torchEnv is the environment of a PyTorch process: ours without OMP_WAIT_POLICY, plus
-// OMP_WAIT_POLICY=PASSIVE when tuned (Debian's torch otherwise keeps its OpenMP threads
-// spinning between parallel regions, against the threads of its own BLAS on a small
-// machine), and the kernel choices of a tuned peer, and huge pages for its tensors
-// (hugeMalloc) as the engine's buffers have them.
-func torchEnv(base []string, peer torchPeer) []string {
-	env := make([]string, 0, len(base)+4)
-	for _, kv := range base {
-		if !strings.HasPrefix(kv, "OMP_WAIT_POLICY=") && !(peer.tuned && (strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") || strings.HasPrefix(kv, "ATEN_CPU_CAPABILITY=") || strings.HasPrefix(kv, "ONEDNN_MAX_CPU_ISA="))) {
-			env = append(env, kv)
-		}
-	}
-	if peer.tuned {
-		env = append(env, "OMP_WAIT_POLICY=PASSIVE")
-		if peer.coreType != "" {
-			env = append(env, "OPENBLAS_CORETYPE="+peer.coreType)
-		}
-		if peer.capability != "" {
-			// torch reads only lower case here ("avx2", "avx512", "default"); any other
-			// spelling is ignored with a warning and the process runs its default kernels.
-			env = append(env, "ATEN_CPU_CAPABILITY="+strings.ToLower(peer.capability))
-		}
-		if peer.capped {
-			env = append(env, "ONEDNN_MAX_CPU_ISA=AVX2")
-		}
-		env = hugeMalloc(env)
-	}
-	return env
-}
-
-// hugeMallocTunable makes glibc's malloc (2.35 and later) advise transparent huge pages for
-// the large blocks it maps, as the engine's cpu.HostFloats does for its buffers: a peer that
-// allocates through malloc (torch 1.13's CPU allocator, llm.c) gets the same pages. Forward
-// 15% faster for torch here; where huge pages are off it changes nothing.
-const hugeMallocTunable = "glibc.malloc.hugetlb=1"
-
-// hugeMalloc adds hugeMallocTunable to env's GLIBC_TUNABLES, keeping the tunables already
-// there (one that sets glibc.malloc.hugetlb itself is left as it is).
-func hugeMalloc(env []string) []string {
-	for i, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GLIBC_TUNABLES="); ok {
-			if strings.Contains(v, "glibc.malloc.hugetlb=") {
-				return env
-			}
-			if v != "" {
-				v += ":"
-			}
-			out := slices.Clone(env)
-			out[i] = "GLIBC_TUNABLES=" + v + hugeMallocTunable
-			return out
-		}
-	}
-	return append(env, "GLIBC_TUNABLES="+hugeMallocTunable)
-}
-
-// torchProc is a PyTorch script running in --serve mode: it builds its model once, then
-// times one op per request, so that its runs can alternate with the engine's.
+// torchProc is a PyTorch script in --serve mode: it builds its model once, then times one op
+// per request, so that its runs alternate with the engine's.
 type torchProc struct {
 	Info   torchInfo
 	name   string
@@ -138,211 +69,147 @@ type torchProc struct {
 	in     io.WriteCloser
 	out    *bufio.Scanner
 	stderr bytes.Buffer
-
-	closed  bool
-	waitErr error
+	closed bool
 }
 
-// startTorch starts script (with python, in --serve mode, with the given arguments) and
-// waits for its ready line. Its standard error (progress, warnings) is passed through.
-func startTorch(python, script string, peer torchPeer, args ...string) (*torchProc, error) {
+// startTorch starts one of the bench's PyTorch scripts in --serve mode as a peer, on the
+// bench's threads and seed, and waits for its ready line; its stderr passes through. The first
+// one started says what the peer's kernels are.
+func (b *bench) startTorch(script string, args ...string) (*torchProc, error) {
+	script = filepath.Join(b.scripts, script)
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("PyTorch script: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	p := &torchProc{name: filepath.Base(script), cancel: cancel}
-	p.cmd = exec.CommandContext(ctx, python, append([]string{script, "--serve"}, args...)...)
-	p.cmd.Env = torchEnv(os.Environ(), peer)
-	p.cmd.Stderr = io.MultiWriter(os.Stderr, &tail{buf: &p.stderr, max: 4096})
+	args = append([]string{script, "--serve", "--threads", fmt.Sprint(b.threads), "--seed", "42"}, args...)
+	p.cmd = exec.CommandContext(ctx, b.python, args...)
+	p.cmd.Env = torchEnv(os.Environ(), cpu.BLASCoreName(), cpu.Capped())
+	p.cmd.Stderr = io.MultiWriter(os.Stderr, &p.stderr)
 	in, err := p.cmd.StdinPipe()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
+	out, err2 := p.cmd.StdoutPipe()
+	if err = cmp.Or(err, err2, p.cmd.Start()); err != nil {
 		cancel()
 		return nil, err
 	}
 	p.in, p.out = in, bufio.NewScanner(out)
-	p.out.Buffer(make([]byte, 64<<10), 1<<20)
-	if err := p.cmd.Start(); err != nil {
-		cancel()
-		return nil, err
-	}
+	p.out.Buffer(nil, 1<<20)
 	line, err := p.readLine()
-	if err == nil {
-		err = json.Unmarshal(line, &p.Info)
-	}
-	if err == nil && !p.Info.Ready {
+	if err = cmp.Or(err, json.Unmarshal(line, &p.Info)); err == nil && !p.Info.Ready {
 		err = errors.New("no ready line")
-	}
-	if err == nil && peer.tuned && p.Info.OMPWaitPolicy != "PASSIVE" {
-		err = fmt.Errorf("OMP_WAIT_POLICY is %q in the tuned process, not PASSIVE", p.Info.OMPWaitPolicy)
+	} else if err == nil && p.Info.OMPWaitPolicy != "PASSIVE" {
+		err = fmt.Errorf("OMP_WAIT_POLICY is %q in the peer, not PASSIVE", p.Info.OMPWaitPolicy)
 	}
 	if err != nil {
 		return nil, p.failure(err)
 	}
+	progress("  torch %s: OpenBLAS %s, operators %s, ready in %.1f s", p.Info.Torch, p.Info.BLASCore,
+		p.Info.Capability, p.Info.InitS)
+	if b.peer == nil {
+		b.peer = &p.Info
+	}
 	return p, nil
 }
 
-// readLine is the next line of the script's stdout that looks like JSON (anything a library
-// prints there is skipped).
+// readLine is the script's next stdout line that looks like JSON (libraries print there too).
 func (p *torchProc) readLine() ([]byte, error) {
 	for p.out.Scan() {
 		if line := bytes.TrimSpace(p.out.Bytes()); len(line) > 0 && line[0] == '{' {
 			return line, nil
 		}
 	}
-	if err := p.out.Err(); err != nil {
-		return nil, err
-	}
-	return nil, io.ErrUnexpectedEOF
+	return nil, cmp.Or(p.out.Err(), io.ErrUnexpectedEOF)
 }
 
-// failure describes why the process could not answer, with the end of its stderr. The
-// process is ended first (and waited for, so that all of its stderr is in).
+// failure ends the process and says why it could not answer, with the end of its stderr.
 func (p *torchProc) failure(err error) error {
 	p.Close()
-	msg := strings.TrimSpace(p.stderr.String())
-	if strings.Contains(msg, "No module named 'torch'") {
+	if msg := p.stderr.String(); strings.Contains(msg, "No module named 'torch'") {
 		return fmt.Errorf("%s has no torch (run make setup-bench, or pass -python)", p.cmd.Path)
 	}
-	return fmt.Errorf("%s: %v: %s", p.name, err, lastLine(msg))
+	return fmt.Errorf("%s: %v: %s", p.name, err, lastLines(p.stderr.String(), 1))
 }
 
-// Do times one op in the script and returns its run.
+// Do times one op in the script.
 func (p *torchProc) Do(op string) (sample, error) {
-	if p.closed {
-		return sample{}, fmt.Errorf("%s: the process has ended", p.name)
+	var r struct {
+		Error   string  `json:"error"`
+		MS      float64 `json:"ms"`
+		Prefill float64 `json:"prefill_ms"`
+		Decode  float64 `json:"decode_ms"`
 	}
-	if _, err := fmt.Fprintln(p.in, op); err != nil {
+	_, err := fmt.Fprintln(p.in, op)
+	line, err2 := p.readLine()
+	if err = cmp.Or(err, err2); err != nil {
 		return sample{}, p.failure(err)
 	}
-	line, err := p.readLine()
-	if err != nil {
-		return sample{}, p.failure(err)
-	}
-	var r torchReply
 	if err := json.Unmarshal(line, &r); err != nil {
 		return sample{}, fmt.Errorf("%s: bad reply %q: %v", p.name, line, err)
-	}
-	if r.Error != "" {
+	} else if r.Error != "" {
 		return sample{}, fmt.Errorf("%s: %s", p.name, r.Error)
 	}
-	return sample{ms: r.MS, cpu: r.CPUMS, sys: r.SysMS, prefill: r.PrefillMS, decode: r.DecodeMS}, nil
+	return sample{ms: r.MS, prefill: r.Prefill, decode: r.Decode}, nil
 }
 
-// Close ends the script (end of its stdin) and waits for it; later calls return the same.
-func (p *torchProc) Close() error {
+// Close ends the script (the end of its stdin) and waits for it.
+func (p *torchProc) Close() {
 	if !p.closed {
 		p.closed = true
 		p.in.Close()
-		p.waitErr = p.cmd.Wait()
+		p.cmd.Wait()
 		p.cancel()
 	}
-	return p.waitErr
 }
 
-// tail keeps the last max bytes written to it.
-type tail struct {
-	buf *bytes.Buffer
-	max int
-}
+// llmcStep matches llm.c's step lines: "step 3: train loss 5.123 (took 15012.3 ms)".
+var llmcStep = regexp.MustCompile(`^step\s+\d+: train loss \S+ \(took ([0-9.eE+-]+) ms\)`)
 
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf.Write(p)
-	if extra := t.buf.Len() - t.max; extra > 0 {
-		t.buf.Next(extra)
-	}
-	return len(p), nil
-}
-
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
-// llmcStep matches llm.c's train_gpt2 step lines: "step 3: train loss 5.123 (took 15012.3 ms)".
-var llmcStep = regexp.MustCompile(`^step\s+(\d+): train loss \S+ \(took ([0-9.eE+-]+) ms\)`)
-
-// llmcStepMS reads llm.c's output until it has warmup+runs train steps and returns the
-// milliseconds of the last runs of them; it stops reading (and the caller stops the process)
-// as soon as it has them.
+// llmcStepMS reads llm.c's output until it has warmup+runs steps and returns the last runs'.
 func llmcStepMS(r io.Reader, warmup, runs int) ([]float64, error) {
 	var ms []float64
-	sc := bufio.NewScanner(r)
-	seen := 0
-	for sc.Scan() {
-		m := llmcStep.FindStringSubmatch(strings.TrimSpace(sc.Text()))
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			return nil, fmt.Errorf("llm.c step line %q: %v", sc.Text(), err)
-		}
-		if seen++; seen > warmup {
-			ms = append(ms, v)
-			progress("  llm.c train step %d/%d: %.1f ms", len(ms), runs, v)
-		}
-		if len(ms) == runs {
-			return ms, nil
+	for sc, seen := bufio.NewScanner(r), 0; sc.Scan(); {
+		if m := llmcStep.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+			if seen++; seen > warmup {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				ms = append(ms, v)
+				progress("  llm.c train step %d/%d: %.1f ms", len(ms), runs, v)
+			}
+			if len(ms) == runs {
+				return ms, nil
+			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return ms, err
-	}
-	return ms, fmt.Errorf("llm.c stopped after %d train steps, wanted %d", seen, warmup+runs)
+	return ms, fmt.Errorf("llm.c stopped after %d train steps, wanted %d", len(ms)+warmup, warmup+runs)
 }
 
-// runLLMC runs llm.c's CPU trainer (train_gpt2 in dir, started there so that it finds its
-// gpt2_124M.bin and data; it trains at B=4, T=64) with OMP_NUM_THREADS=threads, takes the
-// per-step times it prints itself (forward + backward + AdamW, excluding data loading,
-// validation and sampling) and stops it once it has warmup+runs steps.
+// runLLMC runs llm.c's CPU trainer (train_gpt2 in dir, B=4 T=64) with OMP_NUM_THREADS=threads,
+// takes the step times it prints (forward, backward, AdamW) and stops it once it has them.
 func runLLMC(dir string, threads, warmup, runs int) (series, error) {
-	if dir == "" {
-		return skipped("LLMC_DIR is not set (an llm.c checkout with a built train_gpt2 CPU binary; rookbench does not download or build it)"), nil
-	}
 	bin := filepath.Join(dir, "train_gpt2")
-	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return skipped("LLMC_DIR has no executable train_gpt2 (build it there with make train_gpt2)"), nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, "gpt2_124M.bin")); err != nil {
-		return skipped("LLMC_DIR has no gpt2_124M.bin (llm.c's train_gpt2 needs it; see llm.c's README)"), nil
+	fi, err := os.Stat(bin)
+	_, err2 := os.Stat(filepath.Join(dir, "gpt2_124M.bin"))
+	if dir == "" || err != nil || fi.Mode()&0o111 == 0 || err2 != nil {
+		return skipped("LLMC_DIR names no llm.c checkout with train_gpt2 built and gpt2_124M.bin " +
+			"(rookbench does not download or build it)"), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
 	defer cancel()
-	// llm.c prints with stdio, which buffers a pipe in 4 KiB blocks; stdbuf (coreutils) makes
-	// it line-buffered so that the step times arrive as they happen.
 	argv := []string{bin}
-	if sb, err := exec.LookPath("stdbuf"); err == nil {
+	if sb, err := exec.LookPath("stdbuf"); err == nil { // stdio buffers a pipe: line-buffer it
 		argv = []string{sb, "-oL", bin}
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = hugeMalloc(append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads)))
 	var stderr bytes.Buffer
-	cmd.Stderr = &tail{buf: &stderr, max: 4096}
+	cmd.Dir, cmd.Stderr = dir, &stderr
+	cmd.Env = peerEnv(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
 	out, err := cmd.StdoutPipe()
-	if err != nil {
+	if err = cmp.Or(err, cmd.Start()); err != nil {
 		return series{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return series{}, err
-	}
-	ms, readErr := llmcStepMS(out, warmup, runs)
-	if readErr == nil {
-		cmd.Process.Kill() // the process we started; it would go on for 40 steps
-	}
-	waitErr := cmd.Wait()
-	if readErr != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return series{}, fmt.Errorf("llm.c ran over %v", peerTimeout)
-		}
-		return series{}, fmt.Errorf("%v (%v): %s", readErr, waitErr, lastLine(strings.TrimSpace(stderr.String())))
+	ms, err := llmcStepMS(out, warmup, runs)
+	cmd.Process.Kill() // it would go on for its 40 steps
+	if cmd.Wait(); err != nil {
+		return series{}, fmt.Errorf("%v: %s", cmp.Or(ctx.Err(), err), lastLines(stderr.String(), 1))
 	}
 	return measured(ms), nil
 }
