@@ -446,11 +446,32 @@ func (r *run) resumeFrom(name string, cfg any) error {
 	return nil
 }
 
+// syncNote names the reference's history since its last copy of the policy: the copy's step,
+// and each mix's step and alpha.
 func syncNote(id checkpoint.Identity) string {
-	if n := len(id.Syncs); n > 0 {
-		return fmt.Sprintf(", synced to the policy at step %d", id.Syncs[n-1].Step)
+	var parts []string
+	for _, s := range id.Syncs {
+		if s.Alpha == 0 {
+			parts = []string{fmt.Sprintf("synced to the policy at step %d", s.Step)}
+		} else {
+			parts = append(parts, fmt.Sprintf("mixed with the policy at step %d (alpha %g)", s.Step, s.Alpha))
+		}
 	}
-	return ""
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", then ")
+}
+
+// mixParams is (1−alpha)·ref + alpha·policy, elementwise in float32, TRL's order:
+// ref.mul_(1 − alpha).add_(policy, alpha=alpha).
+func mixParams(ref, policy []float32, alpha float64) []float32 {
+	out := make([]float32, len(ref))
+	keep, take := float32(1-alpha), float32(alpha)
+	for i := range out {
+		out[i] = float32(ref[i]*keep) + float32(policy[i]*take) // each product rounded: no fused multiply-add
+	}
+	return out
 }
 
 // apply loads a checkpoint into the live objects. On a rollback the optimizer keeps its
@@ -963,16 +984,24 @@ func runRollback(L *lua.LState) int {
 	return 1
 }
 
-// run:sync_reference(step) makes the reference a copy of the policy — the only way a run's
-// reference ever changes — records the sync (step, hash, time) in the run's identity and the
-// next checkpoint, and returns the new hash.
+// run:sync_reference(step [, alpha]) makes the reference a copy of the policy, or with alpha
+// in (0, 1) the mix (1−alpha)·ref + alpha·policy (TRL's ref_model_mixup_alpha) — the only way
+// a run's reference ever changes — records it (step, hash, time, alpha) in the run's identity
+// and the next checkpoint, and returns the new hash.
 func runSyncReference(L *lua.LState) int {
 	r := checkOpenRun(L, 1)
 	step := L.CheckInt(2)
+	alpha := float64(L.OptNumber(3, 1))
+	if !(alpha > 0 && alpha <= 1) {
+		L.ArgError(3, fmt.Sprintf("alpha must be in (0, 1], got %g", alpha))
+	}
 	r.loadReference(L)
 	params := r.policy.m.ParamsHost()
+	if alpha < 1 {
+		params = mixParams(r.ref.m.ParamsHost(), params, alpha)
+	}
 	id := r.identity
-	h, err := id.Sync(step, params)
+	h, err := id.Mix(step, alpha, params)
 	if err == nil {
 		err = r.ref.setParams(params, h)
 	}
@@ -981,7 +1010,7 @@ func runSyncReference(L *lua.LState) int {
 	}
 	r.identity = id
 	r.ref.syncs = append(r.ref.syncs, syncRecord{Step: step, Hash: h})
-	r.progress.note(fmt.Sprintf("reference synced to the policy at step %d (%s)", step, short(h)))
+	r.progress.note(fmt.Sprintf("reference%s (%s)", strings.TrimPrefix(syncNote(id), ","), short(h)))
 	L.Push(lua.LString(h))
 	return 1
 }

@@ -101,9 +101,10 @@ type fileIdentity struct {
 }
 
 type fileSync struct {
-	Step int       `json:"step"`
-	Hash string    `json:"hash"`
-	Time time.Time `json:"time"`
+	Step  int       `json:"step"`
+	Hash  string    `json:"hash"`
+	Time  time.Time `json:"time"`
+	Alpha float64   `json:"alpha,omitempty"` // absent for a copy of the policy
 }
 
 type fileRetention struct {

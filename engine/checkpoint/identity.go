@@ -26,11 +26,13 @@ type Identity struct {
 	PolicyStart string
 }
 
-// Sync records one explicit replacement of the reference's weights.
+// Sync records one explicit replacement of the reference's weights: a copy of the policy, or
+// a mix of the two (TRL's ref_model_mixup_alpha).
 type Sync struct {
-	Step int       // the training step at which it happened
-	Hash string    // gpt2.ParamsHash of the new reference weights
-	Time time.Time // when
+	Step  int       // the training step at which it happened
+	Hash  string    // gpt2.ParamsHash of the new reference weights
+	Time  time.Time // when
+	Alpha float64   // a mix: ref ← (1−α)·ref + α·policy, α in (0, 1); 0 for a copy (α = 1)
 }
 
 // NewReference loads the model at source (anything gpt2.Load accepts) and returns its
@@ -66,7 +68,17 @@ func (id Identity) Current() string {
 // Sync records that the reference's weights become params (normally a copy of the policy) at
 // step, and returns their hash. The caller replaces the reference model's weights and passes
 // params as State.ReferenceParams to every later Save.
-func (id *Identity) Sync(step int, params []float32) (string, error) {
+func (id *Identity) Sync(step int, params []float32) (string, error) { return id.Mix(step, 1, params) }
+
+// Mix records that the reference's weights become params, the mix (1−alpha)·ref + alpha·policy
+// made at step (alpha 1: a copy of the policy), and returns their hash.
+func (id *Identity) Mix(step int, alpha float64, params []float32) (string, error) {
+	if !(alpha > 0 && alpha <= 1) {
+		return "", fmt.Errorf("reference mix at step %d: alpha %g is outside (0, 1]", step, alpha)
+	}
+	if alpha == 1 {
+		alpha = 0 // a copy, recorded as before mixes existed
+	}
 	if n := gpt2.NewLayout(id.Config).Total; len(params) != n {
 		return "", fmt.Errorf("reference sync at step %d: %d parameters, the reference has %d", step, len(params), n)
 	}
@@ -74,7 +86,7 @@ func (id *Identity) Sync(step int, params []float32) (string, error) {
 		return "", fmt.Errorf("reference sync at step %d: the last sync was at step %d", step, id.Syncs[n-1].Step)
 	}
 	h := gpt2.ParamsHash(id.Config, params)
-	id.Syncs = append(id.Syncs, Sync{Step: step, Hash: h, Time: time.Now().UTC()})
+	id.Syncs = append(id.Syncs, Sync{Step: step, Hash: h, Time: time.Now().UTC(), Alpha: alpha})
 	return h, nil
 }
 
