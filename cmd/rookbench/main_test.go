@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,7 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/device"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/rollout"
 )
@@ -129,18 +133,133 @@ func TestRatioRow(t *testing.T) {
 	}
 }
 
-// TestFasterThanFloorIsABug: a row that beat its floor fails the command, and only such a row.
+// TestFasterThanFloorIsABug: a row that beat its floor, or ran above the FMA peak (a rate, or
+// a workload whose products ran faster than the peak allows), fails the command, naming the
+// row; and only such rows.
 func TestFasterThanFloorIsABug(t *testing.T) {
 	rows := []Row{
 		valueRow("g", "engine.fast", "beat its floor", "ms", measured([]float64{9, 9.5, 8}), 10),
-		valueRow("g", "engine.at", "at its floor", "ms", measured([]float64{10}), 10),
-		valueRow("g", "engine.slow", "above its floor", "ms", measured([]float64{30}), 10),
+		valueRow("g", "engine.at", "at its floor", "ms", measured([]float64{10}), 10).ofPeak(10),
+		valueRow("g", "engine.slow", "above its floor", "ms", measured([]float64{30}), 10).ofPeak(3),
 		valueRow("g", "gemm.rate", "no floor", "GFLOP/s", measured([]float64{1})),
+		valueRow("g", "gemm.under", "under the peak", "GFLOP/s", measured([]float64{90, 95, 99})).ofPeak(100),
+		valueRow("g", "gemm.over", "above the peak", "GFLOP/s", measured([]float64{90, 101, 102})).ofPeak(100),
+		valueRow("g", "engine.peak", "above the peak", "ms", measured([]float64{20, 8, 9}), 5).ofPeak(10),
 		ratioRow("g", "speedup.x", "a ratio", "", measured([]float64{1}), measured([]float64{2}), true),
 	}
 	bugs := floorBugs(rows)
-	if len(bugs) != 1 || !strings.Contains(bugs[0], "engine.fast") || !strings.Contains(bugs[0], "bench bug") {
-		t.Errorf("bugs %q, want engine.fast's alone", bugs)
+	if len(bugs) != 3 || !strings.Contains(bugs[0], "engine.fast") || !strings.Contains(bugs[0], "bench bug") ||
+		!strings.Contains(bugs[1], "gemm.over (above the peak) ran at 1.010x the FMA peak") ||
+		!strings.Contains(bugs[2], "engine.peak") {
+		t.Errorf("bugs %q, want engine.fast's, gemm.over's and engine.peak's", bugs)
+	}
+}
+
+// TestOfPeak: a row's share of the FMA peak is its median rate over the peak, or the time its
+// products take at the peak over its median time; a peak not measured gives none, and the
+// rendered note carries it.
+func TestOfPeak(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		row  Row
+		peak float64
+		want float64 // NaN: none
+	}{
+		{"a rate", valueRow("g", "k", "n", "GFLOP/s", measured([]float64{50, 100, 80})), 200, 0.4},
+		{"a time", valueRow("g", "k", "n", "ms", measured([]float64{10, 20, 40})), 5, 0.25},
+		{"a time in s", valueRow("g", "k", "n", "s", measured([]float64{2})), 0.5, 0.25},
+		{"a peak not measured", valueRow("g", "k", "n", "ms", measured([]float64{10})), math.NaN(), math.NaN()},
+		{"no peak", valueRow("g", "k", "n", "GFLOP/s", measured([]float64{10})), 0, math.NaN()},
+		{"not measured", valueRow("g", "k", "n", "ms", skipped("x")), 5, math.NaN()},
+	} {
+		got := c.row.ofPeak(c.peak).OfPeak
+		if math.IsNaN(c.want) != (got == nil) || got != nil && math.Abs(*got-c.want) > 1e-12 {
+			t.Errorf("%s: share %v, want %v", c.name, got, c.want)
+		}
+	}
+	rep := &Report{Rows: []Row{valueRow("g", "k", "n", "ms", measured([]float64{8})).ofPeak(2)}}
+	if md := rep.Markdown(); !strings.Contains(md, "| 0.25 of the FMA peak |") {
+		t.Errorf("the share in the note:\n%s", md)
+	}
+}
+
+// TestFloorRateKernels: the floors' rate is the best median among every kernel family
+// measured, the engine's MatMul and OpenBLAS under each family alike; one that failed never
+// wins. The CPU's candidates are MatMul, OpenBLAS on the engine's family and on each other
+// family the processor runs.
+func TestFloorRateKernels(t *testing.T) {
+	runs := func(name string, gflops ...float64) *contender {
+		c := &contender{name: name}
+		for _, v := range gflops {
+			c.runs = append(c.runs, sample{ms: 1e3, work: v})
+		}
+		return c
+	}
+	failed := runs("openblas_Cooperlake", 900, 900, 900)
+	failed.err = errors.New("died")
+	for _, c := range []struct {
+		name string
+		cs   []*contender
+		want int
+	}{
+		{"MatMul fastest", []*contender{runs("matmul", 300, 310, 290), runs("openblas", 200, 210, 190)}, 0},
+		{"the engine's OpenBLAS family fastest", []*contender{runs("matmul", 150), runs("openblas", 200)}, 1},
+		{"another OpenBLAS family fastest", []*contender{runs("matmul", 300), runs("openblas", 250),
+			runs("openblas_SkylakeX", 320, 330, 310)}, 2},
+		{"by median, not one fast sample", []*contender{runs("matmul", 100, 100, 500),
+			runs("openblas", 120, 120, 110)}, 1},
+		{"a failed kernel never wins", []*contender{runs("matmul", 100), failed}, 0},
+		{"none measured", []*contender{failed}, -1},
+	} {
+		if got := fastestMedian(c.cs, rate); got != c.want {
+			t.Errorf("%s: kernel %d, want %d", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		own  string
+		fams []string
+		want []string
+	}{
+		{"Haswell", []string{"Haswell"}, []string{"matmul", "openblas"}},
+		{"Cooperlake", []string{"Haswell", "SkylakeX", "Cooperlake"},
+			[]string{"matmul", "openblas", "openblas_Haswell", "openblas_SkylakeX"}},
+		{"Haswell", []string{"Haswell", "SkylakeX"}, []string{"matmul", "openblas", "openblas_SkylakeX"}},
+		{"Zen", []string{"Haswell"}, []string{"matmul", "openblas", "openblas_Haswell"}},
+		{"COOPERLAKE", []string{"Haswell", "SkylakeX", "Cooperlake"},
+			[]string{"matmul", "openblas", "openblas_Haswell", "openblas_SkylakeX"}},
+		{"Prescott", nil, []string{"matmul", "openblas"}},
+	} {
+		if got := cpuKernels(c.own, c.fams); !slices.Equal(got, c.want) {
+			t.Errorf("OpenBLAS on %s, families %v: kernels %v, want %v", c.own, c.fams, got, c.want)
+		}
+	}
+}
+
+// TestKernelSamplers: on this machine, OpenBLAS's sampler under each family runs that family
+// and gives the engine's back after each sample; the FMA peak runs on every thread.
+func TestKernelSamplers(t *testing.T) {
+	be, err := device.Open("cpu", device.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, peak := cpu.BLASCoreName(), fmaPeak(2)
+	if peak.sample == nil {
+		t.Skip("the processor has no FMA")
+	}
+	best := rate(peak.sample())
+	if !strings.Contains(peak.name, "FMAs on 2 threads") || !(best > 0) {
+		t.Errorf("%s: %v GFLOP/s", peak.name, best)
+	}
+	for _, k := range cpuKernels(own, cpu.BLASFamilies()) {
+		s := gemmSampler(be, k, 256, 256, 256)
+		if r := rate(s.sample()); cpu.BLASCoreName() != own || !(r > 0) {
+			t.Errorf("%s: %v GFLOP/s; the engine's OpenBLAS runs %s after it, was %s", s.name, r,
+				cpu.BLASCoreName(), own)
+		}
+		if _, fam, _ := strings.Cut(k, "_"); k != "matmul" && !strings.Contains(s.name, "OpenBLAS "+fam) {
+			t.Errorf("kernel %s: sampler %q", k, s.name)
+		}
+		t.Logf("%s: %.1f GFLOP/s; %s %.1f", s.name, rate(s.sample()), peak.name, rate(peak.sample()))
 	}
 }
 
@@ -321,16 +440,25 @@ func TestSpliceReadme(t *testing.T) {
 }
 
 func TestTorchEnv(t *testing.T) {
+	// What the process sees: exec.Cmd runs a key's last value.
+	seen := func(env []string) map[string]string {
+		m := map[string]string{}
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = v
+		}
+		return m
+	}
 	base := []string{"A=1", "OMP_WAIT_POLICY=ACTIVE", "OPENBLAS_CORETYPE=Prescott", "GLIBC_TUNABLES=x=1", "B=2"}
-	want := []string{"A=1", "B=2", "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=Cooperlake",
-		"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}
-	if got := torchEnv(base, "Cooperlake", false); !slices.Equal(got, want) {
+	want := map[string]string{"A": "1", "B": "2", "OMP_WAIT_POLICY": "PASSIVE",
+		"OPENBLAS_CORETYPE": "Cooperlake", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+	if got := seen(torchEnv(base, "Cooperlake", false)); !maps.Equal(got, want) {
 		t.Errorf("env %v, want %v", got, want)
 	}
 	// The engine capped at AVX2: the peer's operators and oneDNN are capped too.
-	got := torchEnv(append(base, "ONEDNN_MAX_CPU_ISA=AVX512_CORE"), "Haswell", true)
-	if !slices.Contains(got, "ATEN_CPU_CAPABILITY=avx2") || !slices.Contains(got, "ONEDNN_MAX_CPU_ISA=AVX2") ||
-		slices.Contains(got, "ONEDNN_MAX_CPU_ISA=AVX512_CORE") {
+	got := seen(torchEnv(append(base, "ONEDNN_MAX_CPU_ISA=AVX512_CORE"), "Haswell", true))
+	if got["ATEN_CPU_CAPABILITY"] != "avx2" || got["ONEDNN_MAX_CPU_ISA"] != "AVX2" ||
+		got["OPENBLAS_CORETYPE"] != "Haswell" {
 		t.Errorf("capped env %v", got)
 	}
 	if !slices.Equal(base[:2], []string{"A=1", "OMP_WAIT_POLICY=ACTIVE"}) {
@@ -338,14 +466,20 @@ func TestTorchEnv(t *testing.T) {
 	}
 }
 
-// fakeTorch stands in for a PyTorch script in --serve mode (a shell script run with sh).
+// fakeTorch stands in for a PyTorch script in --serve mode (a shell script run with sh): its
+// forward is fastest under SkylakeX, and under Broken it dies before its ready line.
 const fakeTorch = `echo "progress on stderr" >&2
+[ "$OPENBLAS_CORETYPE" = Broken ] && { echo "Illegal instruction" >&2; exit 4; }
 echo "a library's stdout noise"
 echo "{\"ready\": true, \"torch\": \"9.9\", \"omp_wait_policy\": \"$OMP_WAIT_POLICY\", \
-  \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"cpu_capability\": \"AVX2\"}"
+  \"openblas_coretype\": \"$OPENBLAS_CORETYPE\", \"blas_core\": \"$OPENBLAS_CORETYPE\", \
+  \"cpu_capability\": \"AVX2\"}"
+ms=12.5
+[ "$OPENBLAS_CORETYPE" = SkylakeX ] && ms=10
+[ "$OPENBLAS_CORETYPE" = Cooperlake ] && ms=11
 while read op; do
   case $op in
-    forward) echo "{\"ms\": 12.5}" ;;
+    forward) echo "{\"ms\": $ms}" ;;
     gen:static) echo "{\"ms\": 30, \"prefill_ms\": 10, \"decode_ms\": 20}" ;;
     die) echo "dying" >&2; exit 3 ;;
     *) echo "{\"error\": \"unknown op $op\"}" ;;
@@ -359,13 +493,14 @@ func TestStartTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("OMP_WAIT_POLICY", "ACTIVE") // the caller's must not reach the peer
-	b := &bench{python: "sh", scripts: dir, threads: 3}
+	b := &bench{python: "sh", scripts: dir, threads: 3, torchFam: "Haswell"}
 	p, err := b.startTorch("fake.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.Info.Torch != "9.9" || p.Info.OMPWaitPolicy != "PASSIVE" || p.Info.CoreType == "" || b.peer != &p.Info {
+	if p.Info.Torch != "9.9" || p.Info.OMPWaitPolicy != "PASSIVE" || p.Info.CoreType != "Haswell" ||
+		b.peer != &p.Info {
 		t.Errorf("info %+v", p.Info)
 	}
 	if s, err := p.Do("forward"); err != nil || s.ms != 12.5 {
@@ -382,6 +517,47 @@ func TestStartTorch(t *testing.T) {
 	}
 	if _, err := b.startTorch("missing.py"); err == nil {
 		t.Error("a missing script must be an error")
+	}
+}
+
+// TestTorchFamily: the peers run the OpenBLAS family under which torch's forward was fastest,
+// each family's process timed in alternation; a family torch dies under drops out, and the
+// header names the family and why. Where every process dies, the peer fails with its error.
+func TestTorchFamily(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "torch_gpt2.py"), []byte(fakeTorch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{python: "sh", scripts: dir, threads: 2, batch: 4, seq: 64}
+	if err := b.torchFamily([]string{"Haswell", "Broken", "SkylakeX", "Cooperlake"}); err != nil {
+		t.Fatal(err)
+	}
+	if b.torchFam != "SkylakeX" || b.torchWhy != "the fastest forward of OPENBLAS_CORETYPE=Haswell 12.5 ms, "+
+		"SkylakeX 10.0 ms, Cooperlake 11.0 ms" {
+		t.Errorf("family %s: %s", b.torchFam, b.torchWhy)
+	}
+	p, err := b.startTorch("torch_gpt2.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if p.Info.CoreType != "SkylakeX" || b.peer != &p.Info {
+		t.Errorf("the peer runs %+v", p.Info)
+	}
+	header := strings.Join(b.report(time.Now(), "", "torch").Header, "\n")
+	if !strings.Contains(header, "torch 9.9: OpenBLAS SkylakeX (the fastest forward of "+
+		"OPENBLAS_CORETYPE=Haswell") ||
+		!strings.Contains(header, "OPENBLAS_CORETYPE=SkylakeX") || !strings.Contains(header, "backward OpenBLAS "+
+		cpu.BLASCoreName()+" ("+cpu.BLASCoreReason()+")") {
+		t.Errorf("header:\n%s", header)
+	}
+	b = &bench{python: "sh", scripts: dir, threads: 2, batch: 4, seq: 64}
+	err = b.torchFamily([]string{"Broken"})
+	if err == nil || !strings.Contains(err.Error(), "Illegal instruction") {
+		t.Errorf("torch dies under every family: %v", err)
+	}
+	if err := b.torchFamily(nil); err != nil || b.torchFam != cpu.BLASCoreName() {
+		t.Errorf("no family to try: %s, %v", b.torchFam, err)
 	}
 }
 

@@ -1,29 +1,47 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/backend/cpu"
+	"github.com/rookscript/rookscript/engine/device"
 	"github.com/rookscript/rookscript/engine/dist"
 	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/optim"
 	"github.com/rookscript/rookscript/engine/rollout"
+	"github.com/rookscript/rookscript/engine/rookworld"
+	"github.com/rookscript/rookscript/internal/procmem"
 )
 
-// newModel builds a model of spec (a random one, by name) on be.
-func newModel(be backend.Backend, spec string) (*gpt2.Model, error) {
+// newModel builds a model of spec (a random one, by name) on be, or where be is nil on a CPU
+// backend of its own of threads threads.
+func newModel(be backend.Backend, spec string, threads int) (*gpt2.Model, error) {
 	t := time.Now()
 	cfg, params, src, err := gpt2.Load(spec)
+	if err == nil && be == nil {
+		be, err = device.Open("cpu", device.Options{Threads: threads})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +53,7 @@ func newModel(be backend.Backend, spec string) (*gpt2.Model, error) {
 func (b *bench) loadModel() error {
 	be, err := b.backend()
 	if err == nil && b.model == nil {
-		b.model, err = newModel(be, modelSpec)
+		b.model, err = newModel(be, modelSpec, b.threads)
 	}
 	return err
 }
@@ -43,7 +61,7 @@ func (b *bench) loadModel() error {
 // engineSteps are the engine's forward (LM head and log-softmax on every row) and its train
 // step as it trains (ZeroGrads, ForwardBackward of the mean cross-entropy, AdamW) on bsz
 // random sequences of t tokens, each run once outside any measurement to touch every buffer.
-func engineSteps(m *gpt2.Model, bsz, t int) (fwd, train func() error, err error) {
+func engineSteps(m *gpt2.Model, bsz, t int) (steps [2]func() (sample, error), err error) {
 	batch, out := &gpt2.Batch{}, &gpt2.Output{}
 	for _, s := range randomPrompts(bsz, t+1, m.Config.VocabSize, 2) {
 		batch.Add(s[:t], 0)
@@ -51,8 +69,8 @@ func engineSteps(m *gpt2.Model, bsz, t int) (fwd, train func() error, err error)
 	}
 	opt, err := optim.NewAdamW(m, optim.DefaultAdamW())
 	w := -1 / float32(len(batch.Rows))
-	fwd = func() error { return m.Forward(batch, 1, false, out) }
-	train = func() error {
+	steps[0] = func() (sample, error) { return sample{}, m.Forward(batch, 1, false, out) }
+	steps[1] = func() (sample, error) {
 		m.ZeroGrads()
 		err := m.ForwardBackward(batch, 1, false, func(_ int, _, _, dlogp, _ []float32) {
 			for i := range dlogp {
@@ -61,12 +79,12 @@ func engineSteps(m *gpt2.Model, bsz, t int) (fwd, train func() error, err error)
 		}, out)
 		opt.Step(1e-4)
 		finishBuf(m.B, m.Params)
-		return err
+		return sample{}, err
 	}
-	if err == nil {
-		err = cmp.Or(fwd(), train())
+	for i := 0; i < len(steps) && err == nil; i++ {
+		_, err = steps[i]()
 	}
-	return fwd, train, err
+	return steps, err
 }
 
 // runSteps alternates the engine's and PyTorch's forward, then their train steps, each beside
@@ -74,13 +92,14 @@ func engineSteps(m *gpt2.Model, bsz, t int) (fwd, train func() error, err error)
 // forward, three times (forward and backward) for the train step.
 func (b *bench) runSteps() {
 	progress("== GPT-2 124M forward and train step, B=%d T=%d", b.batch, b.seq)
-	cfg, rows := gpt2.RookWorld124M, b.batch*b.seq
-	var steps [2]func() error
+	rows := b.batch * b.seq
+	flop := 2 * weights(gpt2.RookWorld124M, true) * float64(rows)
+	var steps [2]func() (sample, error)
 	var torch *torchProc
 	var engErr, torErr error
 	if b.sel["engine"] {
 		if engErr = b.loadModel(); engErr == nil {
-			steps[0], steps[1], engErr = engineSteps(b.model, b.batch, b.seq)
+			steps, engErr = engineSteps(b.model, b.batch, b.seq)
 		}
 	}
 	if b.sel["torch"] {
@@ -97,19 +116,13 @@ func (b *bench) runSteps() {
 		{"train_step", "train", "train step as the engine trains (ZeroGrads, ForwardBackward, AdamW)", 3},
 	} {
 		group := fmt.Sprintf("GPT-2 124M %s, B=%d T=%d", w.title, b.batch, b.seq)
-		eng, peer := &contender{name: "engine", err: engErr}, &contender{name: "torch", err: torErr}
-		if step := steps[i]; step != nil {
-			eng.run = func() (sample, error) { return sample{}, step() }
-		}
+		eng, peer := &contender{name: "engine", run: steps[i], err: engErr}, &contender{name: "torch", err: torErr}
 		if torch != nil {
 			peer.run = func() (sample, error) { return torch.Do(w.op) }
 		}
-		r := b.measure(group, w.key, b.runs, 1, eng, peer)
-		floor := r.ms(phase{flop: w.passes * 2 * weights(cfg, true) * float64(rows)})
-		b.versus(group, w.key, "torch", eng, peer, wallMS, "ms", floor)
-		if w.key == "train_step" {
-			b.train = eng.series(wallMS)
-		}
+		r, work := b.measure(group, w.key, b.runs, 1, eng, peer), phase{flop: w.passes * flop}
+		b.versus(group, w.key, "torch", eng, peer, wallMS, "ms", r.ms(work), r.atPeak(work))
+		b.train = eng.series(wallMS) // kept from the last, the train step
 	}
 }
 
@@ -148,20 +161,22 @@ func randomPrompts(n, l, vocab int, seed uint64) [][]int32 {
 
 func genPromptTokens(vocab int) [][]int32 { return randomPrompts(genPrompts, genPromptLen, vocab, 4) }
 
-// greedy is KV-cache generation through the model's own calls: Prefill of the first nPrompts
-// prompts (one slot each), ShareSlot with the group's other slots, then genNew DecodeLogits
-// steps, the next token the argmax of the logits (no softmax: torch's greedy loop takes none).
-// A run's sample has its prefill (shares included) and decode ms.
-func greedy(m *gpt2.Model, threads, nPrompts, group int) (func() (sample, error), error) {
-	seqs, v := nPrompts*group, m.Config.VocabSize
+// greedy is KV-cache generation through the bench model's own calls: Prefill of the first
+// nPrompts prompts (one slot each), ShareSlot with the group's other slots, then genNew
+// DecodeLogits steps, the next token the argmax of the logits (no softmax: torch's greedy loop
+// takes none). A run's sample has its prefill (shares included) and decode ms.
+func (b *bench) greedy(nPrompts int) (func() (sample, error), error) {
+	if err := b.loadModel(); err != nil {
+		return nil, err
+	}
+	m, threads, group, seqs, v := b.model, b.threads, genGroup, nPrompts*genGroup, b.model.Config.VocabSize
 	kv, err := m.NewKVCache(seqs, genPromptLen+genNew)
 	var prompts gpt2.Batch
-	var promptSlots []int32
-	first, tokens := make([]int32, nPrompts), make([]int32, seqs)
+	first, tokens, promptSlots := make([]int32, nPrompts), make([]int32, seqs), make([]int32, nPrompts)
 	slots, pos := make([]int32, seqs), make([]int32, seqs)
 	for p, s := range genPromptTokens(v)[:nPrompts] {
 		prompts.Add(s, len(s))
-		promptSlots = append(promptSlots, int32(p*group))
+		promptSlots[p] = int32(p * group)
 	}
 	for i := range slots {
 		slots[i] = int32(i)
@@ -212,23 +227,16 @@ func argmaxRows(out []int32, logits []float32, v, threads int) {
 // runGen alternates the engine's greedy generation of 64 and 8 rows and PyTorch's with a
 // static cache (its faster), beside the floor rates' samples.
 func (b *bench) runGen() {
-	progress("== KV-cache generation, %d×%d sequences, %d-token prompts, %d new tokens",
-		genPrompts, genGroup, genPromptLen, genNew)
 	cfg, seqs := gpt2.RookWorld124M, genPrompts*genGroup
 	group := fmt.Sprintf("Greedy KV-cache generation: %d prompts × %d samples, %d-token prompts, %d steps",
 		genPrompts, genGroup, genPromptLen, genNew)
+	progress("== %s", group)
 	eng := &contender{name: fmt.Sprintf("engine, %d rows (+ argmax)", seqs)}
 	eng8 := &contender{name: fmt.Sprintf("engine, %d rows of 1 prompt", genGroup), repeat: gen8Repeat}
 	peer := &contender{name: fmt.Sprintf("torch, static cache, %d rows", seqs)}
 	if b.sel["gen"] {
-		err := b.loadModel()
-		if err == nil {
-			eng.run, err = greedy(b.model, b.threads, genPrompts, genGroup)
-		}
-		if err == nil {
-			eng8.run, err = greedy(b.model, b.threads, 1, genGroup)
-		}
-		eng.err, eng8.err = err, err
+		eng.run, eng.err = b.greedy(genPrompts)
+		eng8.run, eng8.err = b.greedy(1)
 	}
 	if b.sel["torch"] {
 		p, err := b.startTorch("torch_generate.py", "--prompts", fmt.Sprint(genPrompts),
@@ -245,16 +253,17 @@ func (b *bench) runGen() {
 		return float64(prompts*genPromptLen) + float64(rows)*(meanCtx-genPromptLen)
 	}
 	decode := func(s sample) float64 { return s.decode / genNew }
-	b.versus(group, "gen_decode_step", "torch", eng, peer, decode, "ms",
-		r.ms(decodeWork(cfg, seqs, cached(seqs, genPrompts))...))
+	work := decodeWork(cfg, seqs, cached(seqs, genPrompts))
+	b.versus(group, "gen_decode_step", "torch", eng, peer, decode, "ms", r.ms(work...), r.atPeak(work...))
 	if b.sel["gen"] {
-		floor := r.ms(decodeWork(cfg, genGroup, cached(genGroup, 1))...)
-		b.add(valueRow(group, "engine.gen_decode_step_8", eng8.name, "ms", b.record(eng8, decode), floor))
+		work = decodeWork(cfg, genGroup, cached(genGroup, 1))
+		b.add(valueRow(group, "engine.gen_decode_step_8", eng8.name, "ms", b.record(eng8, decode), r.ms(work...)).
+			ofPeak(r.atPeak(work...)))
 		head := weights(cfg, true) - weights(cfg, false)
-		floor = r.ms(phase{flop: 2 * (weights(cfg, false)*genPrompts*genPromptLen + head*genPrompts)})
+		work = []phase{{flop: 2 * (weights(cfg, false)*genPrompts*genPromptLen + head*genPrompts)}}
 		name := fmt.Sprintf("engine Prefill %d×%d, shared with %d slots", genPrompts, genPromptLen, seqs)
 		prefill := eng.series(func(s sample) float64 { return s.prefill })
-		b.add(valueRow(group, "engine.gen_prefill", name, "ms", prefill, floor))
+		b.add(valueRow(group, "engine.gen_prefill", name, "ms", prefill, r.ms(work...)).ofPeak(r.atPeak(work...)))
 	}
 }
 
@@ -330,16 +339,16 @@ func (b *bench) runGRPO() {
 		b.failure("grpo", steps.err)
 		return
 	}
-	floors := make([][]float64, len(phases))
-	for _, w := range batches {
+	floors, peaks := make([][]float64, len(phases)), make([][]float64, len(phases))
+	for _, w := range batches { // by phase: rollout, reference, update (three passes), the whole step
 		roll, f := grpoWork(b.model.Config, w)
-		ph := []float64{r.ms(roll...) / 1e3, r.ms(f) / 1e3, 3 * r.ms(f) / 1e3}
-		for k, v := range append(ph, ph[0]+ph[1]+ph[2]) {
-			floors[k] = append(floors[k], v)
+		for k, work := range [][]phase{roll, {f}, {f, f, f}, slices.Concat(roll, []phase{f, f, f, f})} {
+			floors[k], peaks[k] = append(floors[k], r.ms(work...)/1e3), append(peaks[k], r.atPeak(work...)/1e3)
 		}
 	}
 	for k, p := range phases {
-		b.add(valueRow(group, "engine.grpo_"+p.key+"_s", p.name, "s", measured(got[k]), floors[k]...))
+		b.add(valueRow(group, "engine.grpo_"+p.key+"_s", p.name, "s", measured(got[k]), floors[k]...).
+			ofPeak(median(peaks[k])))
 	}
 }
 
@@ -361,11 +370,9 @@ func (b *bench) runDP() {
 		if os.Geteuid() == 0 {
 			args = append([]string{"--allow-run-as-root"}, args...)
 		}
-		steps[n] = skipped(fmt.Sprint(err))
-		if err == nil {
-			out, e := runChild(exec.Command(mpirun, args...))
-			var s []float64
-			if e = cmp.Or(e, json.Unmarshal(out, &s)); e != nil {
+		var s []float64
+		if steps[n] = skipped(fmt.Sprint(err)); err == nil {
+			if e := runChild(exec.Command(mpirun, args...), &s); e != nil {
 				steps[n] = b.failure("dp", fmt.Errorf("%d ranks: %w", n, e))
 			} else {
 				steps[n] = measured(s)
@@ -386,7 +393,7 @@ func dpChild(runs, warmup int) error {
 		return err
 	}
 	defer c.Close()
-	m, err := cpuModel(smallSpec, 1)
+	m, err := newModel(nil, smallSpec, 1)
 	if err != nil {
 		return err
 	}
@@ -398,10 +405,7 @@ func dpChild(runs, warmup int) error {
 	}
 	step, err := grpoStepper(m, 3e-4, share, genGroup, genNew, 16, c)
 	var secs []float64
-	for i := range warmup + runs {
-		if err != nil {
-			return err
-		}
+	for i := 0; i < warmup+runs && err == nil; i++ {
 		var met map[string]float64
 		_, met, err = step(i, func(b *rollout.Batch) { b.Groups, b.TotalGroups = groups, len(all) })
 		if i >= warmup {
@@ -412,4 +416,337 @@ func dpChild(runs, warmup int) error {
 		return json.NewEncoder(os.Stdout).Encode(secs)
 	}
 	return err
+}
+
+// The mem section: the peak memory of a GRPO step against its analytic size (grpo.Plan's
+// footprint). Each case runs in a child process (rookbench -mem-case), so that nothing the
+// parent holds counts: it sets up, returns what setup left to the system, resets its peak
+// (VmHWM) and runs its steps.
+
+type memResult struct {
+	Peak      int64          `json:"peak_bytes"` // VmHWM over the steps
+	Footprint gpt2.Footprint `json:"footprint"`
+	Shape     string         `json:"shape"`
+}
+
+// The main job's shapes (recipes/grpo_stable.lua; RookWorld prompts run 40 to 110 tokens).
+const (
+	mainPrompts, mainGroup, mainPromptLen, mainNew, mainEvalSize = 8, 8, 96, 72, 256
+	smallSpec                                                    = "random:small@seed=1"
+)
+
+var memCases = []struct{ key, name string }{
+	{"grpo_default", "GRPO step of the main job on the default model's architecture"},
+	{"grpo_124m", "GRPO step of GPT-2 124M (the grpo section's shapes)"},
+}
+
+// runMemCase runs a case in this process and prints its result as JSON.
+func runMemCase(name string, threads int) (err error) {
+	var r memResult
+	switch name {
+	case "grpo_default": // at the micro-batch the main recipe plans here: its bounds, half the RAM
+		var ram int64
+		if ram, err = procmem.RAM(); err == nil {
+			p := grpo.Plan{Model: gpt2.RandomConfigs["small"], Budget: ram / 2, Prompts: mainPrompts, Group: mainGroup,
+				PromptLen: rookworld.MaxPromptTokens, NewTokens: mainNew, Minibatches: 1, Reference: true,
+				EvalSlots: mainEvalSize, EvalNewTokens: rookworld.MaxAnswerTokens}
+			micro, _, _ := p.MicroBatch()
+			r, err = grpoMem(smallSpec, threads, mainPrompts, mainGroup, mainPromptLen, mainNew, micro, 2)
+		}
+	case "grpo_124m":
+		r, err = grpoMem(modelSpec, threads, genPrompts, genGroup, genPromptLen, genNew, 16, 1)
+	default:
+		err = fmt.Errorf("-mem-case: no case %q", name)
+	}
+	return cmp.Or(err, json.NewEncoder(os.Stdout).Encode(r))
+}
+
+// grpoMem sets up a GRPO run, ends setup (memory returned, the peak reset) and takes steps
+// steps, its peak read after them.
+func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, steps int) (
+	memResult, error) {
+	var r memResult
+	policy, err := newModel(nil, spec, threads)
+	if err != nil {
+		return r, err
+	}
+	step, err := grpoStepper(policy, 1e-6, randomPrompts(prompts, promptLen, policy.Config.VocabSize, 5),
+		group, newTokens, micro, nil)
+	runtime.GC()
+	debug.FreeOSMemory()
+	err = cmp.Or(err, procmem.ResetPeak())
+	longest := 0
+	for i := 0; i < steps && err == nil; i++ {
+		_, _, err = step(i, func(b *rollout.Batch) {
+			for _, c := range b.Completions {
+				longest = max(longest, len(c.Tokens))
+			}
+		})
+	}
+	if err == nil {
+		r.Peak, err = procmem.Peak()
+	}
+	r.Footprint = grpo.Plan{Model: policy.Config, Prompts: prompts, Group: group, PromptLen: promptLen,
+		NewTokens: longest, Minibatches: 1, Reference: true, EvalSlots: prompts * group, EvalNewTokens: newTokens,
+	}.Footprint(micro)
+	r.Shape = fmt.Sprintf("%s, %d prompts × group %d, %d-token prompts, ≤%d new tokens (longest %d), "+
+		"micro-batches of %d, β > 0", spec, prompts, group, promptLen, newTokens, longest, micro)
+	return r, err
+}
+
+// runMem runs each case in a child process and adds its rows.
+func (b *bench) runMem() {
+	progress("== peak memory against the analytic size, each case in a child process")
+	group := "Peak resident memory against the analytic size (target: within 1.3x)"
+	mb := func(v int64) series { return measured([]float64{float64(v) / 1e6}) }
+	self, _ := os.Executable()
+	for _, c := range memCases {
+		var r memResult
+		err := runChild(exec.Command(self, "-mem-case", c.key, "-threads", strconv.Itoa(b.threads)), &r)
+		if err != nil {
+			b.add(valueRow(group, "mem."+c.key+"_peak", c.name, "MB", b.failure("mem "+c.key, err)))
+			continue
+		}
+		row := valueRow(group, "mem."+c.key+"_peak", c.name+": peak RSS over the steps", "MB", mb(r.Peak))
+		row.Note = r.Shape
+		b.add(row)
+		total := mb(r.Footprint.Total())
+		note := fmt.Sprintf("analytic %.0f MB: %s", total.v[0], r.Footprint)
+		b.add(ratioRow(group, "mem."+c.key+"_ratio", "  peak / analytic size", note, mb(r.Peak), total, false))
+	}
+}
+
+// runChild runs cmd for the JSON it prints, into v; its error ends with the end of its stderr.
+func runChild(cmd *exec.Cmd, v any) error {
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", filepath.Base(cmd.Path), err, lastLines(errb.String(), 3))
+	}
+	return json.Unmarshal(out, v)
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(l[max(0, len(l)-n):], " | ")
+}
+
+// peerTimeout bounds one peer process.
+const peerTimeout = 20 * time.Minute
+
+// torchInfo is the ready line a PyTorch script prints in --serve mode.
+type torchInfo struct {
+	Ready         bool    `json:"ready"`
+	Torch         string  `json:"torch"`
+	OMPWaitPolicy string  `json:"omp_wait_policy"`
+	CoreType      string  `json:"openblas_coretype"` // OPENBLAS_CORETYPE as the process saw it
+	BLASCore      string  `json:"blas_core"`         // the family whose kernels its OpenBLAS runs
+	Capability    string  `json:"cpu_capability"`    // the kernels torch's own operators run
+	OneDNNISA     string  `json:"onednn_isa"`
+	InitS         float64 `json:"init_s"`
+}
+
+// peerEnv is base with set's variables after it (exec.Cmd runs a key's last value), and huge
+// pages for large blocks of glibc's malloc, as cpu.HostFloats advises them for the engine's.
+func peerEnv(base []string, set ...string) []string {
+	return append(append(slices.Clone(base), set...), "GLIBC_TUNABLES=glibc.malloc.hugetlb=1")
+}
+
+// torchEnv is the environment of a PyTorch peer at its best here: OMP_WAIT_POLICY=PASSIVE
+// (Debian's torch otherwise keeps its OpenMP threads spinning between parallel regions, against
+// its own BLAS threads), OpenBLAS on the family coreType, and where the engine is capped at
+// AVX2, its operators and oneDNN capped too (torch reads its capability in lower case only).
+func torchEnv(base []string, coreType string, capped bool) []string {
+	set := []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_CORETYPE=" + coreType}
+	if capped {
+		set = append(set, "ATEN_CPU_CAPABILITY=avx2", "ONEDNN_MAX_CPU_ISA=AVX2")
+	}
+	return peerEnv(base, set...)
+}
+
+// torchProc is a PyTorch script in --serve mode: it builds its model once, then times one op
+// per request, so that its runs alternate with the engine's.
+type torchProc struct {
+	Info   torchInfo
+	name   string
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr bytes.Buffer
+	close  sync.Once
+}
+
+// startTorch starts one of the bench's PyTorch scripts as a peer, its OpenBLAS on the family
+// torchFamily chooses; the first one started says what the peer's kernels are.
+func (b *bench) startTorch(script string, args ...string) (*torchProc, error) {
+	if b.torchFam == "" {
+		if err := b.torchFamily(cpu.BLASFamilies()); err != nil {
+			return nil, err
+		}
+	}
+	p, err := b.spawnTorch(script, b.torchFam, args...)
+	if err == nil && b.peer == nil {
+		b.peer = &p.Info
+	}
+	return p, err
+}
+
+// torchFamily chooses the peers' OpenBLAS family: torch_gpt2.py's forward under each family of
+// fams (those the processor runs), their processes' runs alternated, three after a warm-up;
+// the fastest median's wins. Without families, the engine's.
+func (b *bench) torchFamily(fams []string) error {
+	b.torchFam, b.torchWhy = cpu.BLASCoreName(), "the engine's: the processor runs no family of AVX2 or wider"
+	var cs []*contender
+	for _, f := range fams {
+		p, err := b.spawnTorch("torch_gpt2.py", f, "--batch", fmt.Sprint(b.batch), "--seq", fmt.Sprint(b.seq))
+		c := &contender{name: f, err: err}
+		if err == nil {
+			defer p.Close()
+			c.run = func() (sample, error) { return p.Do("forward") }
+		}
+		cs = append(cs, c)
+	}
+	alternate("torch forward by OpenBLAS family", 1, 3, cs...)
+	if i := fastestMedian(cs, func(s sample) float64 { return -s.ms }); i >= 0 {
+		var all []string
+		for _, c := range cs {
+			if c.err == nil {
+				all = append(all, fmt.Sprintf("%s %.1f ms", c.name, c.series(wallMS).median()))
+			}
+		}
+		b.torchFam, b.torchWhy = fams[i], "the fastest forward of OPENBLAS_CORETYPE="+strings.Join(all, ", ")
+	} else if len(cs) > 0 {
+		return cs[0].err
+	}
+	return nil
+}
+
+// spawnTorch starts script in --serve mode, its OpenBLAS on family, on the bench's threads and
+// seed, and waits for its ready line; its stderr passes through.
+func (b *bench) spawnTorch(script, family string, args ...string) (*torchProc, error) {
+	script = filepath.Join(b.scripts, script)
+	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+	p := &torchProc{name: filepath.Base(script), cancel: cancel}
+	args = append([]string{script, "--serve", "--threads", fmt.Sprint(b.threads), "--seed", "42"}, args...)
+	p.cmd = exec.CommandContext(ctx, b.python, args...)
+	p.cmd.Env = torchEnv(os.Environ(), family, cpu.Capped())
+	p.cmd.Stderr = io.MultiWriter(os.Stderr, &p.stderr)
+	in, err := p.cmd.StdinPipe()
+	out, err2 := p.cmd.StdoutPipe()
+	if err = cmp.Or(err, err2, p.cmd.Start()); err != nil {
+		cancel()
+		return nil, err
+	}
+	p.in, p.out = in, bufio.NewScanner(out)
+	line, err := p.readLine()
+	if err = cmp.Or(err, json.Unmarshal(line, &p.Info)); err == nil && !p.Info.Ready {
+		err = errors.New("no ready line")
+	}
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	progress("  torch %s: OpenBLAS %s, operators %s, ready in %.1f s", p.Info.Torch, p.Info.BLASCore,
+		p.Info.Capability, p.Info.InitS)
+	return p, nil
+}
+
+// readLine is the script's next stdout line that looks like JSON (libraries print there too).
+func (p *torchProc) readLine() ([]byte, error) {
+	for p.out.Scan() {
+		if line := bytes.TrimSpace(p.out.Bytes()); len(line) > 0 && line[0] == '{' {
+			return line, nil
+		}
+	}
+	return nil, cmp.Or(p.out.Err(), io.ErrUnexpectedEOF)
+}
+
+// failure ends the process and says why it could not answer, with the end of its stderr.
+func (p *torchProc) failure(err error) error {
+	p.Close()
+	if msg := p.stderr.String(); strings.Contains(msg, "No module named 'torch'") {
+		return fmt.Errorf("%s has no torch (run make setup-bench, or pass -python)", p.cmd.Path)
+	}
+	return fmt.Errorf("%s: %v: %s", p.name, err, lastLines(p.stderr.String(), 1))
+}
+
+// Do times one op in the script.
+func (p *torchProc) Do(op string) (sample, error) {
+	var r struct {
+		Error   string  `json:"error"`
+		MS      float64 `json:"ms"`
+		Prefill float64 `json:"prefill_ms"`
+		Decode  float64 `json:"decode_ms"`
+	}
+	_, err := fmt.Fprintln(p.in, op)
+	line, err2 := p.readLine()
+	if err = cmp.Or(err, err2); err != nil {
+		return sample{}, p.failure(err)
+	}
+	if err := json.Unmarshal(line, &r); err != nil || r.Error != "" {
+		return sample{}, fmt.Errorf("%s: %s", p.name, cmp.Or(r.Error, fmt.Sprintf("bad reply %q: %v", line, err)))
+	}
+	return sample{ms: r.MS, prefill: r.Prefill, decode: r.Decode}, nil
+}
+
+// Close ends the script (the end of its stdin) and waits for it.
+func (p *torchProc) Close() {
+	p.close.Do(func() {
+		p.in.Close()
+		p.cmd.Wait()
+		p.cancel()
+	})
+}
+
+// llmcStep matches llm.c's step lines: "step 3: train loss 5.123 (took 15012.3 ms)".
+var llmcStep = regexp.MustCompile(`^step\s+\d+: train loss \S+ \(took ([0-9.eE+-]+) ms\)`)
+
+// llmcStepMS reads llm.c's output until it has warmup+runs steps and returns the last runs'.
+func llmcStepMS(r io.Reader, warmup, runs int) ([]float64, error) {
+	var ms []float64
+	for sc, seen := bufio.NewScanner(r), 0; sc.Scan(); {
+		if m := llmcStep.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+			if seen++; seen > warmup {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				ms = append(ms, v)
+				progress("  llm.c train step %d/%d: %.1f ms", len(ms), runs, v)
+			}
+			if len(ms) == runs {
+				return ms, nil
+			}
+		}
+	}
+	return ms, fmt.Errorf("llm.c stopped after %d train steps, wanted %d", len(ms)+warmup, warmup+runs)
+}
+
+// runLLMC runs llm.c's CPU trainer (train_gpt2 in dir, B=4 T=64) with OMP_NUM_THREADS=threads,
+// takes the step times it prints (forward, backward, AdamW) and stops it once it has them.
+func runLLMC(dir string, threads, warmup, runs int) (series, error) {
+	bin := filepath.Join(dir, "train_gpt2")
+	fi, err := os.Stat(bin)
+	_, err2 := os.Stat(filepath.Join(dir, "gpt2_124M.bin"))
+	if dir == "" || err != nil || fi.Mode()&0o111 == 0 || err2 != nil {
+		return skipped("LLMC_DIR names no llm.c checkout with train_gpt2 built and gpt2_124M.bin " +
+			"(rookbench does not download or build it)"), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), peerTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	if sb, err := exec.LookPath("stdbuf"); err == nil { // stdio buffers a pipe: line-buffer it
+		cmd = exec.CommandContext(ctx, sb, "-oL", bin)
+	}
+	var stderr bytes.Buffer
+	cmd.Dir, cmd.Stderr = dir, &stderr
+	cmd.Env = peerEnv(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(threads))
+	out, err := cmd.StdoutPipe()
+	if err = cmp.Or(err, cmd.Start()); err != nil {
+		return series{}, err
+	}
+	ms, err := llmcStepMS(out, warmup, runs)
+	cmd.Process.Kill() // it would go on for its 40 steps
+	if cmd.Wait(); err != nil {
+		return series{}, fmt.Errorf("%v: %s", cmp.Or(ctx.Err(), err), lastLines(stderr.String(), 1))
+	}
+	return measured(ms), nil
 }

@@ -192,6 +192,31 @@ func BLASCoreReason() string {
 	return blasChosen.reason()
 }
 
+// BLASFamilies are the OpenBLAS families whose kernels the processor runs, the first of each
+// class from AVX2's up to the one its features call for (AVX2's alone where
+// ROOKSCRIPT_CPU_CAPABILITY caps the kernels), narrowest first; none without AVX2 and FMA, and
+// not the features' family where OpenBLAS refused it or it failed the self-check. They are
+// what a benchmark tries a peer's OpenBLAS, or this one's (SetBLASCore), under.
+func BLASFamilies() []string {
+	blasCore.Do(setupKernels)
+	class, _ := featureClass(processorFeatures(), capped)
+	var out []string
+	for c := classAVX2; c <= class; c++ {
+		if f := blasFamilies[c][0]; blasChosen.source != blasFallback || f != blasChosen.want {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// SetBLASCore makes OpenBLAS run family's kernels from the next BLAS call on and returns the
+// family it then runs (OpenBLAS's own choice where it has no such family). It must not run
+// during a BLAS call, on any thread; SetBLASCore(BLASCoreName()) called before undoes it.
+func SetBLASCore(family string) string {
+	blasCore.Do(setupKernels)
+	return openBLAS.set(family)
+}
+
 // checkSGEMM holds OpenBLAS's SGEMM to a plain loop in float64 on each layout the backend
 // uses (A·B, Aᵀ·B, A·Bᵀ; row strides wider than the rows; beta 0 and 1), at sizes that reach
 // a family's small-matrix kernels (at most 100³ multiply-adds, Aᵀ·B at most 1200 outputs) and

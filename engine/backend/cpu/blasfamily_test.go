@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -237,5 +238,40 @@ func TestBLASFamilyChoice(t *testing.T) {
 		}
 	default:
 		t.Errorf("an injected check failure: OpenBLAS runs %s, source %d", core, source)
+	}
+}
+
+// TestBLASFamilies: the families listed are one of each class up to the features' (capped),
+// narrowest first, and OpenBLAS runs each when set to it, its products right; SetBLASCore to
+// the family before undoes it.
+func TestBLASFamilies(t *testing.T) {
+	New(1)
+	class, _ := featureClass(processorFeatures(), Capped())
+	fams, was := BLASFamilies(), BLASCoreName()
+	defer SetBLASCore(was)
+	if class == classOlder && len(fams) > 0 || class > classOlder && len(fams) != int(class) {
+		t.Fatalf("families %v for class %d", fams, class)
+	}
+	for i, f := range fams {
+		if classOf(f) != classAVX2+blasClass(i) {
+			t.Errorf("family %d is %s, of class %d", i, f, classOf(f))
+		}
+		if got := SetBLASCore(f); !strings.EqualFold(got, f) {
+			t.Errorf("set to %s, OpenBLAS runs %s", f, got)
+		} else if err := checkSGEMM(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if got := SetBLASCore(was); got != was {
+		t.Errorf("set back to %s, OpenBLAS runs %s", was, got)
+	}
+	// A family that failed the self-check at start is not one to try.
+	if len(fams) > 0 {
+		saved, refused := blasChosen, fams[len(fams)-1]
+		blasChosen = blasChoice{source: blasFallback, want: refused}
+		if got := BLASFamilies(); slices.Contains(got, refused) || len(got) != len(fams)-1 {
+			t.Errorf("%s failed the self-check, yet the families are %v", refused, got)
+		}
+		blasChosen = saved
 	}
 }
