@@ -54,35 +54,39 @@ func (e *Env) luaAdamW(L *lua.LState) int {
 	return 1
 }
 
-var adamMethods = map[string]lua.LGFunction{
-	// opt:steps() → updates applied so far (the schedule's clock).
-	"steps": func(L *lua.LState) int { L.Push(lua.LNumber(checkAdam(L, 1).o.Steps)); return 1 },
-	// opt:lr() → the learning rate of the next update.
-	"lr": func(L *lua.LState) int { L.Push(lua.LNumber(checkAdam(L, 1).o.LR())); return 1 },
-	// opt:set_lr(lr) sets the peak rate the schedule shapes.
-	"set_lr": func(L *lua.LState) int {
-		a := checkAdam(L, 1)
-		lr := float64(L.CheckNumber(2))
-		c := a.o.Config
-		c.LR = lr
-		if err := c.Validate(); err != nil {
-			L.ArgError(2, err.Error())
-		}
-		a.o.Config.LR = lr
-		return 0
-	},
-	// opt:scale_lr(f) multiplies the rate of every later update by f (a recovery policy's
-	// move; the schedule keeps its shape).
-	"scale_lr": func(L *lua.LState) int {
-		if err := checkAdam(L, 1).o.ScaleLR(float64(L.CheckNumber(2))); err != nil {
-			L.ArgError(2, err.Error())
-		}
-		return 0
-	},
-	// opt:options() → the optimizer's settings under their canonical names.
-	"options": func(L *lua.LState) int {
-		a := checkAdam(L, 1)
-		L.Push(structTable(L, reflect.ValueOf(adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule})))
-		return 1
-	},
+func (e *Env) adamMethods() map[string]lua.LGFunction {
+	return map[string]lua.LGFunction{
+		// opt:step([opts]) applies what forward_backward accumulated (primitives.go).
+		"step": e.adamStep,
+		// opt:steps() → updates applied so far (the schedule's clock).
+		"steps": func(L *lua.LState) int { L.Push(lua.LNumber(checkAdam(L, 1).o.Steps)); return 1 },
+		// opt:lr() → the learning rate of the next update.
+		"lr": func(L *lua.LState) int { L.Push(lua.LNumber(checkAdam(L, 1).o.LR())); return 1 },
+		// opt:set_lr(lr) sets the peak rate the schedule shapes.
+		"set_lr": func(L *lua.LState) int {
+			a := checkAdam(L, 1)
+			lr := float64(L.CheckNumber(2))
+			c := a.o.Config
+			c.LR = lr
+			if err := c.Validate(); err != nil {
+				L.ArgError(2, err.Error())
+			}
+			a.o.Config.LR = lr
+			return 0
+		},
+		// opt:scale_lr(f) multiplies the rate of every later update by f (a recovery policy's
+		// move; the schedule keeps its shape).
+		"scale_lr": func(L *lua.LState) int {
+			if err := checkAdam(L, 1).o.ScaleLR(float64(L.CheckNumber(2))); err != nil {
+				L.ArgError(2, err.Error())
+			}
+			return 0
+		},
+		// opt:options() → the optimizer's settings under their canonical names.
+		"options": func(L *lua.LState) int {
+			a := checkAdam(L, 1)
+			L.Push(structTable(L, reflect.ValueOf(adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule})))
+			return 1
+		},
+	}
 }

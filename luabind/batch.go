@@ -18,6 +18,10 @@ const batchType = "rook.batch"
 type batch struct {
 	b     *rollout.Batch
 	items []item
+	// tokenAdv are advantages the recipe set per token (batch:set_advantages); per completion
+	// they are b.Advantages.
+	tokenAdv [][]float64
+	ref      *refScores // the reference's log-probabilities, once a pass asked for them
 }
 
 func (b *batch) String() string {
@@ -27,14 +31,18 @@ func (b *batch) String() string {
 func checkBatch(L *lua.LState, n int) *batch { return check[*batch](L, n, batchType) }
 
 var batchMethods = map[string]lua.LGFunction{
-	"logprob_gap": batchLogprobGap,
-	"completion":  batchCompletion,
-	"texts":       batchTexts,
-	"prompts":     batchPrompts,
-	"items":       batchItems,
-	"set_rewards": batchSetRewards,
-	"rewards":     batchRewards,
-	"stats":       batchStats,
+	"logprob_gap":    batchLogprobGap,
+	"completion":     batchCompletion,
+	"texts":          batchTexts,
+	"prompts":        batchPrompts,
+	"items":          batchItems,
+	"set_rewards":    batchSetRewards,
+	"set_advantages": batchSetAdvantages,
+	"advantages":     batchAdvantages,
+	"logprobs":       batchLogprobs,
+	"components":     batchComponents,
+	"rewards":        batchRewards,
+	"stats":          batchStats,
 }
 
 // Fields: batch.group, batch.size (completions), batch.scored, and how it was sampled:

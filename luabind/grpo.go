@@ -62,10 +62,7 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 	if p.frozen {
 		L.ArgError(1, "the policy is a frozen reference")
 	}
-	if p.trainer == nil {
-		p.trainer = &trainerState{tr: &grpo.Trainer{Policy: p.m, Opt: opt.o}}
-	}
-	tr := p.trainer.tr
+	tr := e.trainerOf(p)
 	tr.Opt, tr.Ref, tr.RefHash = opt.o, nil, ""
 	if ref != nil {
 		// The trainer checks the weights themselves against the recorded hash (checkRunReference
@@ -75,20 +72,13 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 			tr.RefHash = p.run.identity.Current()
 		}
 	}
-	tr.Warn = func(msg string) {
-		if !e.opts.Quiet {
-			e.say("warning: rook.grpo.step: " + strings.TrimPrefix(msg, "grpo: "))
-		}
-	}
 	tr.Hooks.AfterBackward = nil
 	if p.faultNaN {
 		p.faultNaN = false
 		tr.Hooks.AfterBackward = poisonGradient
 	}
-	if c := e.world(); c.Size() > 1 {
-		tr.Comm = c // the ranks' shares of the batch step together
-	}
 	m, err := tr.Step(L.Context(), b.b, cfg)
+	b.tokenAdv = nil // the step set its own advantages, per completion
 	if off := (*grpo.OffPolicyError)(nil); errors.As(err, &off) && p.run != nil {
 		err = fmt.Errorf("step %d of the run in %s: %w", p.run.step+1, p.run.r.Dir, err)
 	}
@@ -101,6 +91,24 @@ func (e *Env) luaGRPOStep(L *lua.LState) int {
 	}
 	L.Push(t)
 	return 1
+}
+
+// trainerOf is policy p's GRPO trainer, made on first use: rook.grpo.step and the primitives
+// share it, and with it the gradient forward_backward accumulates.
+func (e *Env) trainerOf(p *model) *grpo.Trainer {
+	if p.trainer == nil {
+		p.trainer = &trainerState{tr: &grpo.Trainer{Policy: p.m}}
+	}
+	tr := p.trainer.tr
+	tr.Warn = func(msg string) {
+		if !e.opts.Quiet {
+			e.say("warning: rook.grpo.step: " + strings.TrimPrefix(msg, "grpo: ")) // only the step warns
+		}
+	}
+	if c := e.world(); c.Size() > 1 {
+		tr.Comm = c // the ranks' shares of the batch step together
+	}
+	return tr
 }
 
 // rook.grpo.plan(policy, {prompts=, rollout=, grpo=, eval_size=0, eval=, budget=}) → the

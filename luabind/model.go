@@ -249,6 +249,11 @@ func (e *Env) modelMethods() map[string]lua.LGFunction {
 		"logprobs":  e.modelLogprobs,
 		"info":      modelInfo,
 		"hash":      modelHash,
+		"score":     modelScore,
+		"diff":      modelDiff,
+		// The step as primitives (primitives.go).
+		"forward_backward": e.modelForwardBackward,
+		"zero_grad":        e.modelZeroGrad,
 	}
 }
 

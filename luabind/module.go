@@ -28,11 +28,13 @@ func (e *Env) loader(L *lua.LState) int {
 		"cache_dir": luaCacheDir,
 		"exists":    e.luaExists,
 		"progress":  e.luaProgress,
+		"gradcheck": e.luaGradcheck,
 	})
 	mod.RawSetString("eot", lua.LNumber(50256))
 	mod.RawSetString("world", e.worldTable(L))
 	grpo := L.NewTable()
-	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan, "apply_plan": e.luaGRPOApplyPlan})
+	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan, "apply_plan": e.luaGRPOApplyPlan,
+		"advantages": e.luaGRPOAdvantages})
 	mod.RawSetString("grpo", grpo)
 	debug := L.NewTable()
 	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN, "kill": luaKill})
@@ -60,7 +62,7 @@ func (e *Env) registerTypes(L *lua.LState) {
 		L.Push(lua.LNumber(len(checkBatch(L, 1).b.Completions)))
 		return 1
 	}))
-	registerType(L, adamType, adamMethods, nil)
+	registerType(L, adamType, e.adamMethods(), nil)
 	registerType(L, runType, runMethods, runIndex)
 	registerType(L, progressType, progressMethods, nil)
 	registerType(L, configErrorType, nil, nil)

@@ -128,7 +128,7 @@ func TestREPLInATerminal(t *testing.T) {
 	pos := scr.waitFor(t, 0, "rook> ")
 
 	// Tab completion of module names and of methods.
-	typeKeys("rook.gr\t")
+	typeKeys("rook.grp\t")
 	pos = scr.waitFor(t, pos, "rook.grpo")
 	typeKeys(".defaults().epsilon\r")
 	pos = scr.waitFor(t, pos, "0.2")

@@ -272,6 +272,7 @@ func runREPL(stdout, stderr io.Writer, quiet bool) int {
 		return 2
 	}
 	defer env.Close()
+	env.InstallHelp() // help(x): x's entry of docs/lua-api.md
 	if err := repl.Run(repl.Config{Env: env, HistoryFile: repl.DefaultHistoryFile(), Out: stdout}); err != nil {
 		fmt.Fprintf(stderr, "rookscript: %v\n", err)
 		return 1

@@ -44,4 +44,10 @@
 // before its micro-batches run, so splitting a minibatch for memory does not change the
 // gradient. The
 // learning rate is the optimizer's (optim.AdamW.LR): a step only applies updates.
+//
+// Step is a composition of primitives a recipe can call itself (pass.go): advantages set on
+// the batch, ForwardBackward (one minibatch's pass, accumulating its gradient) with a built-in
+// loss — the GRPO family above, or Tinker's importance_sampling, ppo, cispo, dro and
+// cross_entropy (tinker.go) — or a SequenceLoss computed outside the engine, OptimStep, and
+// Score under any model. Composed as Step composes them they give its weights bit for bit.
 package grpo

@@ -51,10 +51,19 @@ func klTerm(estimator KLEstimator, clamp, x, r float64, t *tokenLoss) {
 type weights struct{ pg, ent float64 }
 
 // sequenceTokens are one completion's per-token numbers: log-probabilities under the policy
-// being trained, at sampling time (old), under the reference (nil when β = 0), and the
-// policy's entropies.
+// being trained, at sampling time (old), under the reference (nil when β = 0), the policy's
+// entropies, and the advantages when a recipe set them per token (nil: the completion's one).
 type sequenceTokens struct {
 	logp, old, ref, entropy []float32
+	adv                     []float64
+}
+
+// at is token t's advantage: its own, or the completion's.
+func (s sequenceTokens) at(t int, adv float64) float64 {
+	if s.adv != nil {
+		return s.adv[t]
+	}
+	return adv
 }
 
 // sequenceLoss adds one completion's terms to st and writes ∂L/∂logp and ∂L/∂H of its tokens
@@ -83,7 +92,7 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 		if sequence {
 			ratio = seqRatio
 		}
-		policyLoss(ratio, adv, cfg.Epsilon, epsHigh, &tl)
+		policyLoss(ratio, s.at(t, adv), cfg.Epsilon, epsHigh, &tl)
 		tl.kl, tl.dklDLogp, tl.klClamped = 0, 0, false
 		if cfg.Beta > 0 {
 			klTerm(cfg.KLEstimator, cfg.KLClamp, x, float64(s.ref[t]), &tl)

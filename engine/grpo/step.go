@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -46,7 +45,8 @@ type Trainer struct {
 	// write, as the model's ParamGeneration says.
 	RefHash string
 
-	refSeen     refHashed // the reference last hashed
+	acc         accumulated // what the gradient holds since it was last cleared
+	refSeen     refHashed   // the reference last hashed
 	warned      map[string]bool
 	batch       gpt2.Batch
 	out         gpt2.Output
@@ -60,8 +60,11 @@ type completion struct {
 	prompt  []int32
 	adv     float64
 	keep    bool      // trained on; false: masked, counted only in sequence counts (MaskedInDenominator)
-	refLogp []float32 // logp under the reference, when Beta > 0
-	index   int       // its place in the rank's batch
+	refLogp []float32 // logp under the reference, when Beta > 0 (or a loss asks for it)
+	// tokenAdv are its advantages per token, when a recipe set them so (adv is then only
+	// whether any of them is not 0).
+	tokenAdv []float64
+	index    int // its place in the rank's batch
 }
 
 // stats accumulates token-level quantities over a step.
@@ -79,6 +82,7 @@ type stats struct {
 	// offPolicy is the first token that is not.
 	exact     bool
 	offPolicy *OffPolicyError
+	nonFinite *NonFinite // the first non-finite value of a loss computed outside the engine
 }
 
 func newStats() stats { return stats{ratioMin: math.Inf(1), ratioMax: math.Inf(-1)} }
@@ -106,7 +110,9 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	if err != nil {
 		return nil, err
 	}
-	p := newPlan(b, whole, cfg)
+	adv, zeroStd := Advantages(whole.Rewards, whole.Group, cfg)
+	setAdvantages(b, whole, adv)
+	p := newPlan(b, whole, adv, zeroStd, cfg, false)
 	rewardMetrics(m, whole, p.zeroStd, cfg)
 	m["completions/kept"] = float64(p.wholeTrained)
 	if tr.NoSignal = NoRewardSignal(whole, cfg); tr.NoSignal != "" {
@@ -123,11 +129,17 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 		}
 		m["time/reference"] = time.Since(t0).Seconds()
 	}
+	// The composition of the primitives (pass.go): the gradient is zero before the first
+	// ForwardBackward, and each pass after an update starts from zero again.
 	t0 := time.Now()
 	u := newUpdates()
+	if !p.noSignal {
+		tr.ZeroGrads()
+	}
 	for range cfg.NumIterations {
 		for i, part := range p.minibatches {
-			if err := tr.minibatch(ctx, part, p.totals[i], p.noSignal, b, cfg, u); err != nil {
+			r := passRun{part: part, total: p.totals[i], noSignal: p.noSignal, b: b, cfg: cfg, loss: Loss{Name: string(cfg.LossType)}}
+			if err := tr.minibatch(ctx, r, u); err != nil {
 				return nil, err
 			}
 		}
@@ -209,6 +221,10 @@ type refHashed struct {
 	hash string
 }
 
+// CheckReference refuses a reference whose weights are not RefHash's (a *ReferenceError), as
+// a step that runs the reference does.
+func (tr *Trainer) CheckReference() error { return tr.checkReference() }
+
 // checkReference refuses a reference whose weights are not RefHash's, hashing them only when
 // they may have changed since they were last hashed.
 func (tr *Trainer) checkReference() error {
@@ -265,15 +281,14 @@ type minibatchTotal struct {
 	seqs, keptTokens, trained int
 }
 
-func newPlan(b, whole *rollout.Batch, cfg Config) *plan {
-	adv, zeroStd := Advantages(whole.Rewards, whole.Group, cfg)
-	whole.Advantages = adv
-	p := &plan{zeroStd: zeroStd, noSignal: cfg.Beta == 0 && cfg.EntropyCoef == 0}
+// newPlan decides the step on the whole batch from each completion's advantage adv (a
+// stand-in that is 0 exactly when all of a completion's advantages are, for advantages set
+// per token) and which groups have no variance (zeroStd). ownTerms is a loss with terms of
+// its own beside the advantage's (one written outside the engine): it always has a signal.
+func newPlan(b, whole *rollout.Batch, adv []float64, zeroStd []bool, cfg Config, ownTerms bool) *plan {
+	p := &plan{zeroStd: zeroStd, noSignal: cfg.Beta == 0 && cfg.EntropyCoef == 0 && !ownTerms}
 	g := whole.Group
 	local := localIndex(b)
-	if b != whole {
-		b.Advantages = make([]float64, len(b.Completions))
-	}
 	keep := func(gi int) bool {
 		return !(cfg.DropZeroStd && zeroStd[gi/g]) && !(cfg.MaskTruncated && whole.Completions[gi].Truncated)
 	}
@@ -295,7 +310,6 @@ func newPlan(b, whole *rollout.Batch, cfg Config) *plan {
 			continue
 		}
 		c := &b.Completions[i]
-		b.Advantages[i] = adv[gi]
 		k := &completion{c: c, prompt: b.Prompts[c.Prompt], adv: adv[gi], keep: keep(gi), index: i}
 		if k.keep {
 			p.trained = append(p.trained, k)
@@ -320,6 +334,21 @@ func newPlan(b, whole *rollout.Batch, cfg Config) *plan {
 	return p
 }
 
+// setAdvantages records the whole batch's advantages on it and on this rank's share b.
+func setAdvantages(b, whole *rollout.Batch, adv []float64) {
+	whole.Advantages = adv
+	if b == whole {
+		return
+	}
+	b.Advantages = make([]float64, len(b.Completions))
+	local := localIndex(b)
+	for gi := range whole.Completions {
+		if i := local(gi); i >= 0 {
+			b.Advantages[i] = adv[gi]
+		}
+	}
+}
+
 // updates accumulates what the minibatches of a step did.
 type updates struct {
 	st, first                     stats // every token so far; the first minibatch (before any update)
@@ -334,86 +363,34 @@ type updates struct {
 
 func newUpdates() *updates { return &updates{st: newStats(), layerNorms: map[string]float64{}} }
 
-// minibatch runs one minibatch: its loss and gradient over micro-batches, then, unless the
-// step has no signal, one optimizer update or a skip when something is not finite.
-func (tr *Trainer) minibatch(ctx context.Context, part []*completion, total minibatchTotal, noSignal bool, b *rollout.Batch, cfg Config, u *updates) error {
-	w := minibatchWeights(part, total, cfg, b.MaxNewTokens)
-	var train []*completion
-	var trainW []weights
-	for i, k := range part {
-		if k.keep {
-			train, trainW = append(train, k), append(trainW, w[i])
-		}
-	}
-	if total.trained == 0 {
+// minibatch runs one minibatch of a step: ForwardBackward's pass over it, then, unless the
+// step has no signal, OptimStep's update or its skip when something is not finite.
+func (tr *Trainer) minibatch(ctx context.Context, r passRun, u *updates) error {
+	if r.total.trained == 0 {
 		return nil // on every rank: the whole minibatch trains nothing
 	}
 	st := &u.st
 	st.loss, st.pgLoss, st.klLoss, st.ent = 0, 0, 0, 0
-	st.exact = !u.haveFirst && tr.Policy.BatchInvariant() && b.SampledBy(tr.Policy)
-	defer func() { st.exact = false }()
-	if !noSignal {
-		tr.Policy.ZeroGrads()
+	r.exact = !u.haveFirst && tr.Policy.BatchInvariant() && r.b.SampledBy(tr.Policy)
+	if tr.acc.applied {
+		tr.ZeroGrads() // the last update's gradient, left to be looked at
 	}
-	for lo := 0; lo < len(train); {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		hi := len(train)
-		if cfg.MicroBatch > 0 {
-			hi = min(hi, lo+cfg.MicroBatch)
-		}
-		if err := tr.microBatch(train[lo:hi], trainW[lo:hi], b.Temperature, cfg, st, !noSignal); err != nil {
-			return err
-		}
-		lo = hi
-		if e := st.offPolicy; e != nil {
-			e.Update = tr.Opt.Steps + 1
-			return e
-		}
-	}
-	// This minibatch's loss over the ranks, so that every rank sees a non-finite one.
-	world := tr.worldOf()
-	if world.Size() > 1 {
-		l := []float64{st.loss, st.pgLoss, st.klLoss, st.ent}
-		if err := world.SumF64(l); err != nil {
-			return err
-		}
-		st.loss, st.pgLoss, st.klLoss, st.ent = l[0], l[1], l[2], l[3]
+	if err := tr.forwardBackward(ctx, r, st); err != nil {
+		return err
 	}
 	if !u.haveFirst {
 		u.first, u.haveFirst = *st, true // the first minibatch run comes before any update
 	}
 	u.passes++
 	u.lossSum, u.pgSum, u.klSum, u.entSum = u.lossSum+st.loss, u.pgSum+st.pgLoss, u.klSum+st.klLoss, u.entSum+st.ent
-	if noSignal {
+	if r.noSignal {
 		return nil // no gradient anywhere: nothing to apply, and AdamW's momentum must not move the weights
 	}
-	if err := tr.sumGrads(); err != nil {
+	up, err := tr.OptimStep(r.cfg.MaxGradNorm)
+	if err != nil {
 		return err
 	}
-	if tr.Hooks.AfterBackward != nil {
-		tr.Hooks.AfterBackward(tr.Policy)
-	}
-	norms := optim.Norms(tr.Policy)
-	if math.IsNaN(st.loss) || math.IsInf(st.loss, 0) || !norms.Finite() {
-		u.skipped++
-		if !norms.Finite() {
-			u.nonfiniteGrad++
-		} else {
-			u.nonfiniteLoss++
-		}
-		tr.Policy.ZeroGrads() // nothing non-finite stays behind
-		return nil
-	}
-	u.normSum += norms.Total
-	u.normMax = max(u.normMax, norms.Total)
-	for k, v := range norms.Named {
-		u.layerNorms[k] += v
-	}
-	optim.Clip(tr.Policy, norms.Total, cfg.MaxGradNorm)
-	tr.Opt.Step(tr.Opt.LR())
-	u.applied++
+	u.add(up)
 	return nil
 }
 
@@ -421,20 +398,24 @@ func (tr *Trainer) minibatch(ctx context.Context, part []*completion, total mini
 // of one prompt side by side share it: the prompt but its last token is packed once, and each
 // completion continues it from that last token (whose row scores the completion's first).
 func (tr *Trainer) pack(part []*completion) *gpt2.Batch {
-	tr.batch.Reset()
+	packInto(&tr.batch, part)
+	return &tr.batch
+}
+
+func packInto(gb *gpt2.Batch, part []*completion) {
+	gb.Reset()
 	for i, k := range part {
 		p := k.prompt
 		shared := len(p) > 1 && ((i > 0 && part[i-1].c.Prompt == k.c.Prompt) || (i+1 < len(part) && part[i+1].c.Prompt == k.c.Prompt))
 		if !shared {
-			tr.batch.Add(append(append(make([]int32, 0, len(p)+len(k.c.Tokens)), p...), k.c.Tokens...), len(p)-1)
+			gb.Add(append(append(make([]int32, 0, len(p)+len(k.c.Tokens)), p...), k.c.Tokens...), len(p)-1)
 			continue
 		}
 		if i == 0 || part[i-1].c.Prompt != k.c.Prompt {
-			tr.batch.Add(p[:len(p)-1], len(p)) // context only
+			gb.Add(p[:len(p)-1], len(p)) // context only
 		}
-		tr.batch.AddContinuation(append(append(make([]int32, 0, 1+len(k.c.Tokens)), p[len(p)-1]), k.c.Tokens...), 0)
+		gb.AddContinuation(append(append(make([]int32, 0, 1+len(k.c.Tokens)), p[len(p)-1]), k.c.Tokens...), 0)
 	}
-	return &tr.batch
 }
 
 func (tr *Trainer) referenceLogprobs(ctx context.Context, kept []*completion, temperature float32, cfg Config) error {
@@ -442,19 +423,15 @@ func (tr *Trainer) referenceLogprobs(ctx context.Context, kept []*completion, te
 	if cfg.MicroBatch > 0 {
 		step = cfg.MicroBatch
 	}
-	for lo := 0; lo < len(kept); lo += step {
-		if err := ctx.Err(); err != nil {
+	logp, _, err := scoreParts(ctx, tr.Ref, &tr.batch, &tr.out, kept, temperature, step, false)
+	if err != nil {
+		if ctx.Err() != nil {
 			return err
 		}
-		part := kept[lo:min(len(kept), lo+step)]
-		if err := tr.Ref.Score(tr.pack(part), temperature, false, &tr.out); err != nil {
-			return fmt.Errorf("grpo: reference forward: %w", err)
-		}
-		off := 0
-		for _, k := range part {
-			k.refLogp = slices.Clone(tr.out.LogP[off : off+len(k.c.Tokens)])
-			off += len(k.c.Tokens)
-		}
+		return fmt.Errorf("grpo: reference forward: %w", err)
+	}
+	for i, k := range kept {
+		k.refLogp = logp[i]
 	}
 	return nil
 }
@@ -474,14 +451,21 @@ var fusedHead = true
 // log-probabilities first, which a chunk boundary may split: that update runs the forward,
 // then the backward.
 func (tr *Trainer) microBatch(part []*completion, w []weights, temperature float32, cfg Config, st *stats, backward bool) error {
+	return tr.builtinMicroBatch(part, w, temperature, cfg, Loss{Name: string(cfg.LossType)}, st, backward)
+}
+
+// builtinMicroBatch is microBatch for any built-in loss: the GRPO family's (cfg.LossType) or
+// one of Tinker's, which are token-level.
+func (tr *Trainer) builtinMicroBatch(part []*completion, w []weights, temperature float32, cfg Config, loss Loss, st *stats, backward bool) error {
 	b := tr.pack(part)
+	tokenLevel := cfg.ImportanceSamplingLevel == LevelToken || loss.tinker()
 	switch {
 	case !backward:
 		if err := tr.Policy.Score(b, temperature, true, &tr.out); err != nil {
 			return fmt.Errorf("grpo: policy forward: %w", err)
 		}
-	case fusedHead && cfg.ImportanceSamplingLevel == LevelToken:
-		if err := tr.Policy.ForwardBackward(b, temperature, true, rowLoss(part, w, cfg, st), &tr.out); err != nil {
+	case fusedHead && tokenLevel:
+		if err := tr.Policy.ForwardBackward(b, temperature, true, rowLoss(part, w, cfg, loss, st), &tr.out); err != nil {
 			return fmt.Errorf("grpo: policy forward and backward: %w", err)
 		}
 		return nil
@@ -492,7 +476,7 @@ func (tr *Trainer) microBatch(part []*completion, w []weights, temperature float
 	}
 	rows := len(tr.out.LogP)
 	tr.dlogp, tr.dent = resize(tr.dlogp, rows), resize(tr.dent, rows)
-	rowLoss(part, w, cfg, st)(0, tr.out.LogP, tr.out.Entropy, tr.dlogp, tr.dent)
+	rowLoss(part, w, cfg, loss, st)(0, tr.out.LogP, tr.out.Entropy, tr.dlogp, tr.dent)
 	if !backward {
 		return nil
 	}
@@ -507,7 +491,7 @@ func (tr *Trainer) microBatch(part []*completion, w []weights, temperature float
 // rows from the first (each completion's tokens in order, completion after completion), it
 // adds their terms to st and writes their ∂L/∂logp and ∂L/∂H. A run may end inside a
 // completion only at the token level, where a token's terms do not depend on the others.
-func rowLoss(part []*completion, w []weights, cfg Config, st *stats) gpt2.RowGrad {
+func rowLoss(part []*completion, w []weights, cfg Config, loss Loss, st *stats) gpt2.RowGrad {
 	i, first := 0, 0 // the completion holding the next row, and its first row
 	return func(lo int, logp, ent, dlogp, dent []float32) {
 		for r := 0; r < len(logp); {
@@ -519,15 +503,15 @@ func rowLoss(part []*completion, w []weights, cfg Config, st *stats) gpt2.RowGra
 			if k.refLogp != nil {
 				s.ref = k.refLogp[t0:t1]
 			}
-			if st.exact && st.offPolicy == nil {
-				for j := range s.logp {
-					if math.Float32bits(s.logp[j]) != math.Float32bits(s.old[j]) {
-						st.offPolicy = &OffPolicyError{Completion: k.index, Prompt: k.c.Prompt, Token: t0 + j, Forward: s.logp[j], Recorded: s.old[j]}
-						break
-					}
-				}
+			if k.tokenAdv != nil {
+				s.adv = k.tokenAdv[t0:t1]
 			}
-			sequenceLoss(cfg, s, k.adv, w[i], st, dlogp[r:r+n], dent[r:r+n])
+			st.checkExact(k, t0, s.logp)
+			if loss.tinker() {
+				tinkerLoss(loss, s, k.adv, st, dlogp[r:r+n])
+			} else {
+				sequenceLoss(cfg, s, k.adv, w[i], st, dlogp[r:r+n], dent[r:r+n])
+			}
 			r += n
 			if t1 == len(k.c.Tokens) {
 				i, first = i+1, first+len(k.c.Tokens)
@@ -551,6 +535,21 @@ func (e *OffPolicyError) Error() string {
 	return fmt.Sprintf("grpo: before update %d, completion %d (prompt %d) token %d: the training forward's logprob %v is not the %v its sampler recorded (log ratio %.3g); "+
 		"on a batch-invariant backend they are the same bits before an update (DESIGN §6.1): a bug, not rounding",
 		e.Update, e.Completion, e.Prompt, e.Token, e.Forward, e.Recorded, float64(e.Forward)-float64(e.Recorded))
+}
+
+// checkExact records the first of a completion's tokens (from token t0) whose log-probability
+// is not the recorded one, when the pass must give the recorded ones bit for bit.
+func (s *stats) checkExact(k *completion, t0 int, logp []float32) {
+	if !s.exact || s.offPolicy != nil {
+		return
+	}
+	old := k.c.LogProbs[t0:]
+	for j := range logp {
+		if math.Float32bits(logp[j]) != math.Float32bits(old[j]) {
+			s.offPolicy = &OffPolicyError{Completion: k.index, Prompt: k.c.Prompt, Token: t0 + j, Forward: logp[j], Recorded: old[j]}
+			return
+		}
+	}
 }
 
 func (s *stats) add(ratio, logRatio float64, t tokenLoss, h float64, kl bool) {

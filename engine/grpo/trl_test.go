@@ -102,8 +102,8 @@ func TestTRLParity(t *testing.T) {
 				b.Completions = append(b.Completions, rollout.Completion{Prompt: i, Tokens: make([]int32, n),
 					LogProbs: f32s(old), Truncated: in.Truncated[i]})
 			}
-			p := newPlan(b, b, cfg)
-			adv, _ := Advantages(b.Rewards, b.Group, cfg)
+			adv, zeroStd := Advantages(b.Rewards, b.Group, cfg)
+			p := newPlan(b, b, adv, zeroStd, cfg, false)
 			for i, want := range c.Advantages {
 				if math.Abs(adv[i]-want) > tol {
 					t.Errorf("advantage %d = %.9g, TRL %.9g", i, adv[i], want)

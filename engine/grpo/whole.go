@@ -54,7 +54,9 @@ func wholeBatch(c dist.Comm, b *rollout.Batch) (*rollout.Batch, error) {
 		if cp.Truncated {
 			v[n+gi] = 1
 		}
-		v[2*n+gi] = b.Rewards[i]
+		if b.Rewards != nil { // a batch trained by primitives may carry advantages alone
+			v[2*n+gi] = b.Rewards[i]
+		}
 		for f, name := range names {
 			if vals, ok := b.Components[name]; ok {
 				v[(3+f)*n+gi] = vals[i]
@@ -78,6 +80,23 @@ func wholeBatch(c dist.Comm, b *rollout.Batch) (*rollout.Batch, error) {
 		}
 	}
 	return w, nil
+}
+
+// gatherAdvantages is adv (one per completion of this rank's share b) for the whole batch,
+// in its order: adv itself on one rank.
+func gatherAdvantages(c dist.Comm, b, whole *rollout.Batch, adv []float64) ([]float64, error) {
+	if c.Size() == 1 {
+		return adv, nil
+	}
+	g := b.Group
+	v := make([]float64, len(whole.Completions))
+	for i := range b.Completions {
+		v[b.GlobalGroup(i/g)*g+i%g] = adv[i] // other ranks' slots are 0: the sum is exact
+	}
+	if err := c.SumF64(v); err != nil {
+		return nil, fmt.Errorf("grpo: gathering the advantages: %w", err)
+	}
+	return v, nil
 }
 
 // componentNames are the reward components of the whole batch: every name a rank's share
