@@ -158,6 +158,33 @@ func TestDataParallelRun(t *testing.T) {
 	}
 }
 
+// TestDataParallelLuaLoss: the primitives with a loss written in Lua on 2 ranks give one
+// rank's loss and gradient norm (within the rounding of a different summation order) and the
+// same updates: each rank's loss covers its share, and the gradient is summed at opt:step.
+func TestDataParallelLuaLoss(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	one, two := filepath.Join(tmp, "one"), filepath.Join(tmp, "two")
+	if code, out, errOut := rookscript(t, tmp, nil, "--quiet", dpRecipe, "run_dir="+one, "lua_loss=true"); code != 0 {
+		t.Fatalf("one rank: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out := mpirunRookscript(t, tmp, 2, "--quiet", dpRecipe, "run_dir="+two, "lua_loss=true"); code != 0 {
+		t.Fatalf("two ranks: exit %d\n%s", code, out)
+	}
+	m1, m2 := dpMetrics(t, one), dpMetrics(t, two)
+	for step := 1; step <= 3; step++ {
+		a, b := m1[step], m2[step]
+		if a["updates"] != 1 || b["updates"] != 1 {
+			t.Errorf("step %d: updates %v on one rank, %v on two", step, a["updates"], b["updates"])
+		}
+		for _, k := range []string{"loss", "grad_norm"} {
+			if math.Abs(a[k]-b[k]) > 1e-6*math.Max(1, math.Abs(a[k])) {
+				t.Errorf("step %d: %s = %.9g on 2 ranks, %.9g on one", step, k, b[k], a[k])
+			}
+		}
+	}
+}
+
 // TestDataParallelRankKilled: a rank killed by SIGKILL mid-step ends the whole job with a
 // non-zero exit in bounded time, naming the rank; the last checkpoint is intact and the run
 // resumes, on any number of ranks.

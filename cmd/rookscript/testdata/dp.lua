@@ -1,7 +1,10 @@
 -- A small GRPO run whose rewards vary (the length of each answer), for the data-parallel
--- tests: run on one rank or several, killed on one rank (kill_rank, kill_at), resumed.
+-- tests: run on one rank or several, killed on one rank (kill_rank, kill_at), resumed; with
+-- lua_loss=true the step is the primitives with the GRPO loss written in Lua.
 local rook = require("rook")
-local cfg = rook.config{ run_dir = "runs/dp", steps = 3, save_every = 1, prompts = 4, kill_rank = -1, kill_at = 0, out = "" }
+local cfg = rook.config{ run_dir = "runs/dp", steps = 3, save_every = 1, prompts = 4, kill_rank = -1, kill_at = 0, out = "",
+                         lua_loss = false }
+local lua_loss = require("losses").grpo({ beta = 0.05 })
 local policy = rook.load("random:tiny")
 local ref, opt = policy:reference(), rook.adamw(policy, { lr = 1e-4 })
 local data = rook.positions{ generator = { seed = 3 }, task = "mix" }
@@ -12,7 +15,14 @@ while run.step < cfg.steps do
   if rook.world.rank == cfg.kill_rank and step == cfg.kill_at then rook.debug.kill() end
   local batch = policy:rollout(data:next(cfg.prompts), { group = 4, max_new_tokens = 8, temperature = 1, seed = 100 + step })
   rook.reward.fn(batch, function(_, text) return (#text % 5) / 4 end)
-  run:log(step, rook.grpo.step(policy, ref, opt, batch, { beta = 0.05 }), batch)
+  if cfg.lua_loss then
+    rook.grpo.advantages(batch, { beta = 0.05 })
+    local m = policy:forward_backward(batch, lua_loss, { beta = 0.05 }, { ref = ref })
+    local u = opt:step({ beta = 0.05 })
+    run:log(step, { loss = m.loss, grad_norm = u.grad_norm, updates = u.updates }, batch)
+  else
+    run:log(step, rook.grpo.step(policy, ref, opt, batch, { beta = 0.05 }), batch)
+  end
   if run:save_due(step) then run:save(step) end
 end
 if cfg.out ~= "" and rook.world.is_main then assert(policy:save(cfg.out)) end
