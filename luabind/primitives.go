@@ -49,6 +49,9 @@ func (e *Env) modelForwardBackward(L *lua.LState) int {
 	switch v := L.Get(3).(type) {
 	case lua.LString:
 		loss.Name = string(v)
+		if v == "step" { // rook.grpo.step's loss: the settings' loss_type (cispo there is TRL's)
+			loss.Name, loss.Step = string(cfg.LossType), true
+		}
 		if o.Entropy || o.TokenLevel {
 			L.ArgError(5, "entropy and token_level are for a loss written in Lua (the built-in losses read what their settings say)")
 		}

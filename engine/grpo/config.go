@@ -19,6 +19,12 @@ const (
 	LossBNPO   LossType = "bnpo"    // sum over tokens / tokens that are not masked (TRL: of the device's batch)
 	LossDAPO   LossType = "dapo"    // sum over tokens / tokens that are not masked (TRL: of the global batch)
 	LossDrGRPO LossType = "dr_grpo" // sum over tokens / (sequences × max_new_tokens)
+	// CISPO (MiniMax-M1) clips the importance weight, not the update: −sg(min(ρ, ε_high))·A·logp,
+	// aggregated as dapo. SAPO gates it softly: −σ(τ(ρ−1))·4/τ·A with τ = sapo_temperature_pos
+	// where A > 0 and sapo_temperature_neg elsewhere, aggregated as grpo. Both as TRL's
+	// GRPOTrainer (v1.10.0.dev0) computes them.
+	LossCISPO LossType = "cispo"
+	LossSAPO  LossType = "sapo"
 )
 
 // Level is where the importance ratio is taken.
@@ -62,6 +68,8 @@ type Config struct {
 	EpsilonHigh             float64     `json:"epsilon_high"` // 0: the same as epsilon (TRL's None)
 	ImportanceSamplingLevel Level       `json:"importance_sampling_level"`
 	LossType                LossType    `json:"loss_type"`
+	SAPOTemperaturePos      float64     `json:"sapo_temperature_pos"` // sapo's τ where A > 0
+	SAPOTemperatureNeg      float64     `json:"sapo_temperature_neg"` // and where A ≤ 0
 	Beta                    float64     `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
 	KLEstimator             KLEstimator `json:"kl_estimator"`
 	// KLClamp bounds each token's KL estimate to [−kl_clamp, kl_clamp], with no gradient
@@ -100,7 +108,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{ScaleRewards: ScaleGroup, StdEps: 1e-4, Epsilon: 0.2, ImportanceSamplingLevel: LevelToken,
 		LossType: LossGRPO, KLEstimator: KLK3, EntropyAggregation: EntropyAsLoss, NumIterations: 1,
-		Minibatches: 1, MaxGradNorm: 1}
+		Minibatches: 1, MaxGradNorm: 1, SAPOTemperaturePos: 1, SAPOTemperatureNeg: 1.05}
 }
 
 // TRLConfig returns TRL's defaults and conventions (GRPOConfig of TRL v1.9.0): the dapo loss,
@@ -145,11 +153,15 @@ func (c Config) Validate() error {
 		return &ConfigError{Key: "minibatches", Value: c.Minibatches, Reason: "≥ 1"}
 	case c.MicroBatch < 0:
 		return &ConfigError{Key: "micro_batch", Value: c.MicroBatch, Reason: "≥ 0"}
+	case !(c.SAPOTemperaturePos > 0) || math.IsInf(c.SAPOTemperaturePos, 0):
+		return &ConfigError{Key: "sapo_temperature_pos", Value: c.SAPOTemperaturePos, Reason: "a finite number > 0"}
+	case !(c.SAPOTemperatureNeg > 0) || math.IsInf(c.SAPOTemperatureNeg, 0):
+		return &ConfigError{Key: "sapo_temperature_neg", Value: c.SAPOTemperatureNeg, Reason: "a finite number > 0"}
 	}
 	for _, err := range []error{
 		oneOf("scale_rewards", c.ScaleRewards, ScaleGroup, ScaleBatch, ScaleNone),
 		oneOf("importance_sampling_level", c.ImportanceSamplingLevel, LevelToken, LevelSequence),
-		oneOf("loss_type", c.LossType, LossGRPO, LossBNPO, LossDAPO, LossDrGRPO),
+		oneOf("loss_type", c.LossType, LossGRPO, LossBNPO, LossDAPO, LossDrGRPO, LossCISPO, LossSAPO),
 		oneOf("kl_estimator", c.KLEstimator, KLK1, KLK2, KLK3),
 		oneOf("entropy_aggregation", c.EntropyAggregation, EntropyAsLoss, EntropyTokenMean),
 	} {

@@ -61,7 +61,7 @@ func TestConfigValidate(t *testing.T) {
 	// The names a name must be one of are the error's, for a recipe to offer.
 	cfg := DefaultConfig()
 	cfg.LossType = "mean"
-	if ce := (*ConfigError)(nil); !errors.As(cfg.Validate(), &ce) || !slices.Equal(ce.Choices, []string{"grpo", "bnpo", "dapo", "dr_grpo"}) {
+	if ce := (*ConfigError)(nil); !errors.As(cfg.Validate(), &ce) || !slices.Equal(ce.Choices, []string{"grpo", "bnpo", "dapo", "dr_grpo", "cispo", "sapo"}) {
 		t.Errorf("loss_type choices: %v", cfg.Validate())
 	}
 }

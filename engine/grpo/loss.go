@@ -6,6 +6,7 @@ import "math"
 type tokenLoss struct {
 	pg, kl      float64 // −min(ρA, clip(ρ)A) and the KL estimate
 	dpgDRatio   float64 // ∂pg/∂ρ
+	dpgDLogp    float64 // ∂pg/∂logp_θ taken directly (cispo, whose ρ is held constant)
 	dklDLogp    float64 // ∂KL/∂logp_θ
 	clippedLow  bool    // ρ < 1−ε_low with A < 0: the clip holds the update back
 	clippedHigh bool    // ρ > 1+ε_high with A > 0
@@ -24,6 +25,29 @@ func policyLoss(ratio, adv, clipLow, clipHigh float64, t *tokenLoss) {
 	}
 	t.clippedLow = ratio < 1-clipLow && adv < 0
 	t.clippedHigh = ratio > 1+clipHigh && adv > 0
+}
+
+// surrogate is the policy term of cfg's loss type for one token: the clipped surrogate, or
+// CISPO's −sg(min(ρ, ε_high))·A·x (x = logp_θ; ρ held constant, so its gradient is direct), or
+// SAPO's −σ(τ(ρ−1))·4/τ·A, whose derivative in ρ is −4σ(1−σ)·A.
+func surrogate(cfg Config, ratio, adv, x float64, t *tokenLoss) {
+	t.dpgDLogp = 0
+	switch cfg.LossType {
+	case LossCISPO:
+		c := min(ratio, cfg.EpsilonHi())
+		t.pg, t.dpgDRatio, t.dpgDLogp = -c*adv*x, 0, -c*adv
+		t.clippedLow, t.clippedHigh = false, ratio > cfg.EpsilonHi() && adv > 0
+	case LossSAPO:
+		tau := cfg.SAPOTemperatureNeg
+		if adv > 0 {
+			tau = cfg.SAPOTemperaturePos
+		}
+		s := 1 / (1 + math.Exp(-tau*(ratio-1)))
+		t.pg, t.dpgDRatio = -s*4/tau*adv, -4*s*(1-s)*adv
+		t.clippedLow, t.clippedHigh = false, false
+	default:
+		policyLoss(ratio, adv, cfg.Epsilon, cfg.EpsilonHi(), t)
+	}
 }
 
 // klTerm is the KL(π_θ‖π_ref) estimate of one token and its derivative in logp_θ, for
@@ -82,7 +106,6 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 		}
 		seqRatio = math.Exp(seqRatio / float64(n))
 	}
-	epsHigh := cfg.EpsilonHi()
 	var tl tokenLoss
 	seqGrad := 0.0 // sequence level: Σ_t w·∂pg/∂s
 	for t := range n {
@@ -92,7 +115,7 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 		if sequence {
 			ratio = seqRatio
 		}
-		policyLoss(ratio, s.at(t, adv), cfg.Epsilon, epsHigh, &tl)
+		surrogate(cfg, ratio, s.at(t, adv), x, &tl)
 		tl.kl, tl.dklDLogp, tl.klClamped = 0, 0, false
 		if cfg.Beta > 0 {
 			klTerm(cfg.KLEstimator, cfg.KLClamp, x, float64(s.ref[t]), &tl)
@@ -104,7 +127,7 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 		st.ent += w.ent * h
 		st.add(ratio, logRatio, tl, h, cfg.Beta > 0)
 
-		g := cfg.Beta * tl.dklDLogp
+		g := cfg.Beta*tl.dklDLogp + tl.dpgDLogp
 		if sequence {
 			seqGrad += w.pg * tl.dpgDRatio
 		} else {
@@ -132,9 +155,9 @@ func minibatchWeights(part []*completion, total minibatchTotal, cfg Config, maxN
 	w := make([]weights, len(part))
 	for i, k := range part {
 		switch cfg.LossType {
-		case LossGRPO:
+		case LossGRPO, LossSAPO:
 			w[i].pg = 1 / float64(len(k.c.Tokens)*seqs)
-		case LossDAPO, LossBNPO:
+		case LossDAPO, LossBNPO, LossCISPO:
 			w[i].pg = 1 / float64(kept)
 		case LossDrGRPO:
 			w[i].pg = 1 / float64(seqs*maxNew)

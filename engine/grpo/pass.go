@@ -43,6 +43,8 @@ type Loss struct {
 	Func SequenceLoss
 	// Entropy asks the forward for each token's entropy and gives Func its gradient ∂L/∂H.
 	Entropy bool
+	// Step says the loss is the settings' loss_type (rook.grpo.step's), whatever Name says.
+	Step bool
 	// TokenLevel says Func's gradient of a token depends on that token's numbers alone (and
 	// the completion's length): Func is then called once per LM-head chunk inside the fused
 	// forward and backward, with completions that a chunk boundary may cut (Sequence.First),
@@ -54,17 +56,22 @@ type Loss struct {
 const (
 	LossImportanceSampling = "importance_sampling"
 	LossPPO                = "ppo"
-	LossCISPO              = "cispo"
+	LossTinkerCISPO        = "cispo"
 	LossDRO                = "dro"
 	LossCrossEntropy       = "cross_entropy"
 )
 
 // LossNames are the built-in losses, the GRPO family first.
-var LossNames = []string{string(LossGRPO), string(LossBNPO), string(LossDAPO), string(LossDrGRPO),
-	LossImportanceSampling, LossPPO, LossCISPO, LossDRO, LossCrossEntropy}
+// The name cispo is Tinker's here; the GRPO family's CISPO is rook.grpo.step's loss_type.
+var LossNames = append(slices.Clone(familyNames), tinkerNames...)
+
+var (
+	familyNames = []string{string(LossGRPO), string(LossBNPO), string(LossDAPO), string(LossDrGRPO), string(LossSAPO)}
+	tinkerNames = []string{LossImportanceSampling, LossPPO, LossTinkerCISPO, LossDRO, LossCrossEntropy}
+)
 
 func (l Loss) tinker() bool {
-	return l.Func == nil && slices.Contains(LossNames[4:], l.Name)
+	return l.Func == nil && !l.Step && slices.Contains(tinkerNames, l.Name)
 }
 
 // TinkerConfig is Tinker's loss_fn_config: the ratio's clip thresholds of ppo and cispo, and

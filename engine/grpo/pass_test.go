@@ -28,7 +28,7 @@ func compose(t *testing.T, tr *Trainer, b *rollout.Batch, cfg Config) {
 	}
 	for range cfg.NumIterations {
 		for mb := range cfg.Minibatches {
-			if _, err := tr.ForwardBackward(ctx, Pass{Batch: b, Adv: adv, RefLogp: ref, Config: cfg, Minibatch: mb, Loss: Loss{Name: string(cfg.LossType)}}); err != nil {
+			if _, err := tr.ForwardBackward(ctx, Pass{Batch: b, Adv: adv, RefLogp: ref, Config: cfg, Minibatch: mb, Loss: Loss{Name: string(cfg.LossType), Step: true}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := tr.OptimStep(cfg.MaxGradNorm); err != nil {
@@ -54,7 +54,7 @@ func TestComposedIsStep(t *testing.T) {
 		},
 		"no signal": func(c *Config) {},
 	}
-	for _, lt := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO} {
+	for _, lt := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO, LossCISPO, LossSAPO} {
 		for name, set := range cases {
 			t.Run(string(lt)+"/"+name, func(t *testing.T) {
 				cfg := DefaultConfig()
@@ -189,7 +189,7 @@ func TestTinkerLossGradients(t *testing.T) {
 				return st.loss, d
 			}
 			_, d := loss(logp)
-			if name == LossCISPO { // the clipped ratio is held still: its gradient is not the loss's slope
+			if name == LossTinkerCISPO { // the clipped ratio is held still: its gradient is not the loss's slope
 				for i := range n {
 					c := min(max(math.Exp(float64(logp[i])-float64(old[i])), 0.8), 1.2)
 					if want := float32(-c * adv[i]); d[i] != want {

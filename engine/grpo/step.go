@@ -138,7 +138,7 @@ func (tr *Trainer) Step(ctx context.Context, b *rollout.Batch, cfg Config) (Metr
 	}
 	for range cfg.NumIterations {
 		for i, part := range p.minibatches {
-			r := passRun{part: part, total: p.totals[i], noSignal: p.noSignal, b: b, cfg: cfg, loss: Loss{Name: string(cfg.LossType)}}
+			r := passRun{part: part, total: p.totals[i], noSignal: p.noSignal, b: b, cfg: cfg, loss: Loss{Name: string(cfg.LossType), Step: true}}
 			if err := tr.minibatch(ctx, r, u); err != nil {
 				return nil, err
 			}

@@ -29,14 +29,14 @@ func tinkerLoss(l Loss, s sequenceTokens, adv float64, st *stats, dlogp []float3
 			} else {
 				tl.pg = -c
 			}
-		case LossCISPO:
+		case LossTinkerCISPO:
 			tl.pg, d = -clipped*x*a, -clipped*a
 		case LossDRO:
 			tl.pg, d = -(x*a - 0.5*beta*logRatio*logRatio), -(a - beta*logRatio)
 		case LossCrossEntropy:
 			tl.pg, d = -a*x, -a
 		}
-		if l.Name == LossPPO || l.Name == LossCISPO {
+		if l.Name == LossPPO || l.Name == LossTinkerCISPO {
 			tl.clippedLow, tl.clippedHigh = ratio < lo && a < 0, ratio > hi && a > 0
 		}
 		h := 0.0

@@ -19,7 +19,7 @@ local function composed(policy, ref, opt, batch, s)
   rook.grpo.advantages(batch, s)
   for _ = 1, s.num_iterations do
     for mb = 1, s.minibatches do
-      policy:forward_backward(batch, s.loss_type, s, { ref = s.beta > 0 and ref or nil, minibatch = mb })
+      policy:forward_backward(batch, "step", s, { ref = s.beta > 0 and ref or nil, minibatch = mb })
       opt:step(s)
     end
   end
@@ -28,7 +28,7 @@ end
 -- The primitives composed give rook.grpo.step's weights bit for bit: every loss_type, token
 -- and sequence importance sampling, with and without beta, two steps in a row.
 function T.test_composition_is_step()
-  for _, lt in ipairs{ "grpo", "bnpo", "dapo", "dr_grpo" } do
+  for _, lt in ipairs{ "grpo", "bnpo", "dapo", "dr_grpo", "cispo", "sapo" } do
     for _, level in ipairs{ "token", "sequence" } do
       for _, beta in ipairs{ 0, 0.05 } do
         local s = rook.grpo.defaults{ loss_type = lt, importance_sampling_level = level, beta = beta, minibatches = 2, micro_batch = 3 }
