@@ -151,4 +151,23 @@ function M.kl_shaped(advantages, logp, ref_logp, coef, discount)
   return out
 end
 
+--- soft_overlong(lengths, max_len, cache) → penalties: DAPO's soft overlong punishment (Eq. 13;
+--- TRL's get_soft_overlong_punishment, v1.10.0.dev0), a reward to add to each completion's:
+--- 0 up to max_len − cache tokens, ((max_len − cache) − L)/cache between, −1 beyond max_len.
+function M.soft_overlong(lengths, max_len, cache)
+  if type(max_len) ~= "number" or max_len < 1 or max_len % 1 ~= 0 then
+    error("advantages.soft_overlong: max_len must be an integer >= 1, got " .. tostring(max_len), 2)
+  end
+  if type(cache) ~= "number" or cache < 0 or cache % 1 ~= 0 or cache > max_len then
+    error(string.format("advantages.soft_overlong: cache must be an integer in [0, max_len = %d], got %s", max_len, tostring(cache)), 2)
+  end
+  local out, free = {}, max_len - cache
+  for i, l in ipairs(lengths) do
+    if l <= free then out[i] = 0
+    elseif l <= max_len then out[i] = (free - l) / cache
+    else out[i] = -1 end
+  end
+  return out
+end
+
 return M

@@ -11,6 +11,19 @@ local I, W, S = fx.inputs, fx.want, fx.settings
 
 local T = {}
 
+-- DAPO's soft overlong punishment against TRL's get_soft_overlong_punishment on a table of
+-- lengths: its docstring's example (max 100, cache 20: 90 tokens give −0.5) and the edges.
+function T.test_soft_overlong()
+  local got = adv.soft_overlong({ 50, 80, 81, 90, 100, 101, 200 }, 100, 20)
+  local want = { 0, 0, -0.05, -0.5, -1, -1, -1 }
+  for i = 1, #want do check.near(got[i], want[i], 1e-12, "length " .. i) end
+  local none = adv.soft_overlong({ 100, 101 }, 100, 0) -- cache 0: only past max_len
+  check.eq(none[1], 0, "cache 0, at max_len")
+  check.eq(none[2], -1, "cache 0, beyond")
+  check.errors(function() adv.soft_overlong({ 1 }, 72, 80) end, "cache must be an integer in [0, max_len = 72], got 80")
+  check.errors(function() adv.soft_overlong({ 1 }, 0, 0) end, "max_len must be an integer >= 1")
+end
+
 local TOL = 1e-6
 
 local function near_list(got, want, what)
