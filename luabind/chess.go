@@ -367,7 +367,7 @@ func optEngine(L *lua.LState, n int, call string) *stockfish.Pool {
 // rook.reward.chess(batch [, settings [, engine]]) scores every completion with the RookWorld
 // rewards (settings: rookworld.RewardConfig's, a table or a reward section; engine: the
 // rook.stockfish that judges P: answers), each by its prompt's item on the batch, sets the
-// batch's rewards and components (policy/<name>, env/<name>, malformed, illegal) and returns
+// batch's rewards and components (policy/<name>, env/<name>, malformed, partial, illegal) and returns
 // {mean=, p_count=, a_count=, malformed=, components={name = mean}}.
 func luaRewardChess(L *lua.LState) int {
 	b := checkBatch(L, 1)
@@ -412,6 +412,7 @@ func setChessRewards(b *rollout.Batch, res []rookworld.Result) {
 			comp(prefix + k)[i] = v
 		}
 		comp("malformed")[i] = boolNum(r.Malformed)
+		comp("partial")[i] = boolNum(r.Partial)
 		comp("illegal")[i] = boolNum(r.Illegal)
 	}
 }
@@ -667,7 +668,7 @@ var gameMethods = map[string]lua.LGFunction{
 }
 
 // rook.chess.score(prompt, completion [, settings [, engine]]) → the scored answer: {total=,
-// task=, components={...}, malformed=, illegal=, problems={...}}; prompt a string or an item
+// task=, components={...}, malformed=, partial=, illegal=, problems={...}}; prompt a string or an item
 // table (judged with the game it carries), settings and engine as rook.reward.chess takes them.
 func luaChessScore(L *lua.LState) int {
 	it, completion := promptArg(L, 1), L.CheckString(2)
@@ -681,7 +682,7 @@ func luaChessScore(L *lua.LState) int {
 		comps[k] = v
 	}
 	L.Push(fromGo(L, map[string]any{"total": r.Total, "task": string(r.Task), "components": comps,
-		"malformed": r.Malformed, "illegal": r.Illegal, "problems": r.Problems, "engine_best": r.EngineBest,
+		"malformed": r.Malformed, "partial": r.Partial, "illegal": r.Illegal, "problems": r.Problems, "engine_best": r.EngineBest,
 		"expected": r.Expected}))
 	return 1
 }

@@ -721,6 +721,9 @@ func runLog(L *lua.LState) int {
 	default:
 		L.ArgError(4, "a metrics prefix (string) or the step's batch expected")
 	}
+	if b != nil {
+		b.addNoSignal(m, L.CheckTable(3)) // no_signal/P, no_signal/A (signal.go)
+	}
 	if prefix != "" {
 		pm := make(map[string]float64, len(m))
 		for k, v := range m {

@@ -101,6 +101,7 @@ type runSummary struct {
 	from, to      int // steps: the one the process started from, the last logged
 	tokens        float64
 	noSignalSteps int
+	signal        signalSummary
 	samples       bool
 }
 
@@ -114,6 +115,7 @@ func (s *runSummary) logged(step int, m map[string]float64) {
 	if m["no_reward_signal"] == 1 {
 		s.noSignalSteps++
 	}
+	s.signal.add(m)
 }
 
 // printSummary prints what the run did and where its outputs are: wall time, steps,
@@ -145,6 +147,9 @@ func (r *run) printSummary() {
 		fmt.Fprintf(&b, "; %d steps without reward signal", s.noSignalSteps)
 	}
 	line := func(name, path string) { fmt.Fprintf(&b, "\n  %-12s %s", name, path) }
+	if l := s.signal.line(); l != "" {
+		line("no signal", l)
+	}
 	if latest, err := r.r.LatestName(); err == nil {
 		saved := "latest " + latest
 		if best, err := r.r.Best(); err == nil && best != "" {

@@ -1,6 +1,6 @@
 -- grpo_stable: the main job. GRPO on RookWorld tasks (P: best move, A: rules), kept stable by β warm-up,
--- a bound on each token's KL, a conservative clip and learning rate, a -0.3 malformed floor, gradient
--- clipping and a recovery policy; evaluated before and after on a fixed set, with 95% intervals.
+-- a bound on each token's KL, a conservative clip and learning rate, graded failures over a -0.3 floor,
+-- gradient clipping and a recovery policy; evaluated before and after on a fixed set, with 95% intervals.
 -- Settings by name (loss_type=dapo) or section (grpo.loss_type=dapo); resume=<run dir> continues a run.
 -- Exit code: 0 done, 1 error, 3 stopped by the recovery policy (report.txt), 130/143 interrupted.
 local rook, sched, recovery = require("rook"), require("schedules"), require("recovery")
@@ -14,7 +14,7 @@ local cfg = rook.config({
   rollout = { group = 8, max_new_tokens = 72, temperature = 0.7, stop_rule = "rookworld" },
   grpo = { beta = 0.05, kl_clamp = 10 }, -- k3 is unbounded: one rare token can be a batch's KL
   adamw = { lr = 3e-4, lr_warmup = 3 },  -- sized for the 7.3M default model (124M wants ~1e-6)
-  reward = { malformed = -0.3 },         -- -1.0 drove NaNs
+  reward = { malformed = -0.3, partial_credit = true }, -- -1.0 drove NaNs; false: every A: group ties
   stockfish = { depth = 8, workers = 2 },
   recovery = { lr_factor = 0.5, rollback_after = 2, stop_after = 5, kl_stop = 2.0 },
 }, { steps = "integer >= 1", prompts = "integer >= 1", threads = "integer >= 0", env_fraction = "[0, 1]",

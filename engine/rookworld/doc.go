@@ -113,15 +113,23 @@
 //	format        fraction of the four fields that parse (a valid FEN, a number, two flags 0/1)
 //	fen_exact     1 if the new FEN equals the rules' FEN exactly, in either en-passant convention
 //	fen_similarity normalised Levenshtein similarity to the rules' FEN (the nearer convention)
+//	fen_ranks     the share of the FEN's board ranks that hold eight squares (RankShape; 1 for every position)
 //	flags         fraction of terminated, truncated that are right
 //	reward_field  1 if the reward field equals the rules' reward numerically
 //
 // Total: the weighted mean of the components (weights in RewardConfig; the
 // FEN weight applies to fen_similarity instead of fen_exact with FENPartial),
-// mapped by Shaping (linear t, centered 2t−1, strict all-or-nothing). An
-// answer that does not fully parse, or (TruncatedFloor) was cut by
-// max_new_tokens, gets MalformedFloor (−0.3) instead; a well-formed policy
-// answer whose B: is illegal gets IllegalFloor (−0.1). Components are reported
+// mapped by Shaping (linear t, centered 2t−1, strict all-or-nothing); a
+// well-formed policy answer whose B: is illegal gets IllegalFloor (−0.1). An
+// answer that parses not at all, or (TruncatedFloor) was cut by
+// max_new_tokens, gets MalformedFloor F (−0.3). One that parses in part
+// (0 < format < 1: an A: FEN that is not a position, a P: answer missing a
+// field) gets, with PartialCredit (the default), F + (L − F)·(1 + t)/3, where L
+// is LowestWellFormed (a lower bound on every well-formed total: 0.1 for A:,
+// −0.1 for P: by default) and t its unshaped weighted mean (for A: with the
+// FEN weight on fen_ranks), so that well-formed > partly parsed >
+// unparseable and every total lies in [F, 1]; without it, F. Validate refuses
+// PartialCredit where F is not below L. Components are reported
 // either way (Result.Components, Components.Map). For a fixed depth the
 // rewards are deterministic. An empty batch gives an empty result; an answer
 // that cannot be scored (bad prompt, engine failure) carries Error and makes

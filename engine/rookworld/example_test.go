@@ -67,6 +67,6 @@ func ExampleScorer_Score() {
 		fmt.Printf("total %.3f: %s\n", r.Total, rookworld.FormatComponents(r))
 	}
 	// Output:
-	// total 1.000: format=1 fen_exact=1 fen_similarity=1 flags=1 reward_field=1
-	// total 0.400: format=1 fen_exact=0 fen_similarity=0.9831 flags=1 reward_field=1
+	// total 1.000: format=1 fen_exact=1 fen_similarity=1 fen_ranks=1 flags=1 reward_field=1
+	// total 0.400: format=1 fen_exact=0 fen_similarity=0.9831 fen_ranks=1 flags=1 reward_field=1
 }

@@ -54,13 +54,15 @@ type RewardConfig struct {
 	FENPartial     bool          `json:"fen_partial"`     // FEN credit by similarity instead of exact match
 	Shaping        Shaping       `json:"shaping"`         // ShapeLinear ("" too), ShapeCentered, ShapeStrict
 	TruncatedFloor bool          `json:"truncated_floor"` // answers cut by max_new_tokens get MalformedFloor
+	PartialCredit  bool          `json:"partial_credit"`  // answers that parse in part are graded below every well-formed total (PartialTotal)
 	Depth          int           `json:"depth"`           // search depth; 0 = the pool's
 }
 
 // DefaultRewardConfig returns the defaults: weights summing to one, malformed
 // floor −0.3 (−1.0 drove NaNs in earlier systems), illegal floor −0.1, rank
 // credit 1.0 / 0.7 / 0.7 / 0.5 / 0.5, legal credit 0.1, eval clip 2 pawns,
-// exact FEN credit, linear shaping, truncated answers floored.
+// exact FEN credit, linear shaping, truncated answers floored, answers that
+// parse in part graded between the floor and every well-formed total.
 func DefaultRewardConfig() RewardConfig {
 	return RewardConfig{
 		Policy:         PolicyWeights{Format: 0.05, MovesLegal: 0.1, BestRank: 0.45, Candidates: 0.2, Eval: 0.2},
@@ -72,6 +74,7 @@ func DefaultRewardConfig() RewardConfig {
 		EvalClip:       2.0,
 		Shaping:        ShapeLinear,
 		TruncatedFloor: true,
+		PartialCredit:  true,
 	}
 }
 
@@ -102,8 +105,8 @@ func (c RewardConfig) Validate() error {
 	if c.Env.Format+c.Env.FEN+c.Env.Flags+c.Env.RewardField == 0 {
 		errs = append(errs, errors.New("env weights are all zero"))
 	}
-	inRange("malformed", c.MalformedFloor, -10, 10)
-	inRange("illegal", c.IllegalFloor, -10, 10)
+	inRange("malformed", c.MalformedFloor, -10, 10) // below every well-formed total with partial_credit (below)
+	inRange("illegal", c.IllegalFloor, -10, 1)      // above 1 an illegal B: would outrank the best answer
 	inRange("legal_credit", c.LegalCredit, 0, 1)
 	for i, v := range c.RankCredit {
 		inRange(fmt.Sprintf("rank_credit[%d]", i), v, 0, 1)
@@ -119,7 +122,47 @@ func (c RewardConfig) Validate() error {
 	if c.Depth < 0 || c.Depth > 100 {
 		errs = append(errs, fmt.Errorf("depth must be in [0, 100] (0: the pool's), got %d", c.Depth))
 	}
+	if len(errs) == 0 && c.PartialCredit {
+		// The partial region lies between the floor and the worst well-formed answer: it must exist.
+		for _, task := range []Task{TaskPolicy, TaskEnv} {
+			if low := c.LowestWellFormed(task); !(c.MalformedFloor < low) {
+				why := fmt.Sprintf("shaping %q", c.shaping())
+				if task == TaskPolicy && low == c.IllegalFloor {
+					why = "the illegal floor"
+				}
+				errs = append(errs, fmt.Errorf("partial_credit: malformed (%v) must be below the lowest total of a well-formed %s answer (%.4g, by %s), so that answers that parse in part can rank between them; lower malformed or set partial_credit = false",
+					c.MalformedFloor, task, low, why))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// LowestWellFormed is a lower bound on the total of a well-formed answer of task: the total of
+// one whose format is 1 (every well-formed answer's) and every other component 0, or for P:
+// the illegal floor where that is lower. Shaping is monotone in the components, so no
+// well-formed answer scores below it.
+func (c RewardConfig) LowestWellFormed(task Task) float64 {
+	if task == TaskEnv {
+		w := c.Env
+		return c.shape([][2]float64{{w.Format, 1}, {w.FEN, 0}, {w.Flags, 0}, {w.RewardField, 0}})
+	}
+	w := c.Policy
+	return min(c.IllegalFloor, c.shape([][2]float64{{w.Format, 1}, {w.MovesLegal, 0}, {w.BestRank, 0}, {w.Candidates, 0}, {w.Eval, 0}}))
+}
+
+// PartialTotal is the total of an answer that parses in part (0 < format < 1) under
+// PartialCredit: with F the malformed floor, L = LowestWellFormed(task) and t ∈ [0,1] the
+// answer's weighted mean of components (unshaped; for A: the FEN weight on fen_ranks, since a
+// FEN that is not a position cannot be exact),
+//
+//	F + (L − F)·(1 + t)/3
+//
+// which lies in [F + (L−F)/3, F + 2(L−F)/3]: strictly above every unparseable answer,
+// strictly below every well-formed one, a third of the gap kept on either side.
+func (c RewardConfig) PartialTotal(task Task, t float64) float64 {
+	f, l := c.MalformedFloor, c.LowestWellFormed(task)
+	return f + (l-f)*(1+t)/3
 }
 
 // Components are the reward components, each in [0,1]. Policy answers use the
@@ -133,6 +176,7 @@ type Components struct {
 	Eval          float64 `json:"eval"`
 	FENExact      float64 `json:"fen_exact"`
 	FENSimilarity float64 `json:"fen_similarity"`
+	FENRanks      float64 `json:"fen_ranks"`
 	Flags         float64 `json:"flags"`
 	RewardField   float64 `json:"reward_field"`
 }
@@ -140,14 +184,14 @@ type Components struct {
 // Component names per task, in a fixed order.
 var (
 	PolicyComponentNames = []string{"format", "moves_legal", "best_legal", "best_rank", "candidates", "eval"}
-	EnvComponentNames    = []string{"format", "fen_exact", "fen_similarity", "flags", "reward_field"}
+	EnvComponentNames    = []string{"format", "fen_exact", "fen_similarity", "fen_ranks", "flags", "reward_field"}
 )
 
 // Map returns the task's components by name.
 func (c Components) Map(task Task) map[string]float64 {
 	if task == TaskEnv {
 		return map[string]float64{"format": c.Format, "fen_exact": c.FENExact,
-			"fen_similarity": c.FENSimilarity, "flags": c.Flags, "reward_field": c.RewardField}
+			"fen_similarity": c.FENSimilarity, "fen_ranks": c.FENRanks, "flags": c.Flags, "reward_field": c.RewardField}
 	}
 	return map[string]float64{"format": c.Format, "moves_legal": c.MovesLegal, "best_legal": c.BestLegal,
 		"best_rank": c.BestRank, "candidates": c.Candidates, "eval": c.Eval}
@@ -158,8 +202,9 @@ type Result struct {
 	Task       Task       `json:"task"`
 	Total      float64    `json:"total"`
 	Components Components `json:"components"`
-	Malformed  bool       `json:"malformed"`
-	Illegal    bool       `json:"illegal"` // policy: B: is not a legal move
+	Malformed  bool       `json:"malformed"` // the answer does not fully parse (or was cut, with TruncatedFloor)
+	Partial    bool       `json:"partial"`   // malformed but parsed in part, and graded so (PartialCredit)
+	Illegal    bool       `json:"illegal"`   // policy: B: is not a legal move
 	Truncated  bool       `json:"truncated"`
 	Problems   []string   `json:"problems,omitempty"`
 	// Policy: what the answer was judged against.
@@ -372,13 +417,16 @@ func (s *Scorer) scorePolicy(ctx context.Context, in Input) (Result, error) {
 		{w.BestRank, c.BestRank}, {w.Candidates, c.Candidates}, {w.Eval, c.Eval}}
 	r.Malformed = !out.WellFormed() || (in.Truncated && s.cfg.TruncatedFloor)
 	r.Illegal = out.BestOK && !bestLegal
+	r.Partial = s.cfg.partlyParsed(c.Format, in.Truncated)
 	switch {
+	case r.Partial:
+		r.Total = s.cfg.PartialTotal(TaskPolicy, weightedMean(weighted))
 	case r.Malformed:
 		r.Total = s.cfg.MalformedFloor
 	case r.Illegal:
 		r.Total = s.cfg.IllegalFloor
 	default:
-		r.Total = s.shape(weighted)
+		r.Total = s.cfg.shape(weighted)
 	}
 	return r, nil
 }
@@ -402,6 +450,7 @@ func (s *Scorer) scoreEnv(in Input) (Result, error) {
 		if want.FENMatches(out.FEN) {
 			c.FENExact = 1
 		}
+		c.FENRanks = RankShape(out.FEN)
 		c.FENSimilarity = Similarity(out.FEN, want.NewFEN)
 		if std := want.StandardFEN(); std != "" {
 			c.FENSimilarity = max(c.FENSimilarity, Similarity(out.FEN, std))
@@ -421,33 +470,93 @@ func (s *Scorer) scoreEnv(in Input) (Result, error) {
 	w := s.cfg.Env
 	weighted := [][2]float64{{w.Format, c.Format}, {w.FEN, fen}, {w.Flags, c.Flags}, {w.RewardField, c.RewardField}}
 	r.Malformed = !out.WellFormed() || (in.Truncated && s.cfg.TruncatedFloor)
-	if r.Malformed {
+	r.Partial = s.cfg.partlyParsed(c.Format, in.Truncated)
+	switch {
+	case r.Partial:
+		// A FEN that is not a position cannot be exact: its shape, how near it is to being a
+		// position, grades it. Its similarity to the right FEN, tried first, rose under GRPO
+		// while the shape got worse, and no answer became well-formed (DESIGN §4).
+		weighted[1][1] = c.FENRanks
+		r.Total = s.cfg.PartialTotal(TaskEnv, weightedMean(weighted))
+	case r.Malformed:
 		r.Total = s.cfg.MalformedFloor
-	} else {
-		r.Total = s.shape(weighted)
+	default:
+		r.Total = s.cfg.shape(weighted)
 	}
 	return r, nil
 }
 
-// shape combines (weight, value) pairs into the total of a well-formed answer.
-func (s *Scorer) shape(wv [][2]float64) float64 {
+// weightedMean is t, the weighted mean of (weight, value) pairs.
+func weightedMean(wv [][2]float64) float64 {
 	var sum, wsum float64
-	perfect := true
 	for _, p := range wv {
 		sum += p[0] * p[1]
 		wsum += p[0]
-		if p[0] > 0 && p[1] < 1 {
-			perfect = false
-		}
 	}
-	t := sum / wsum
-	switch s.cfg.Shaping {
+	return sum / wsum
+}
+
+// shaping is the shaping in force ("" is linear).
+func (c RewardConfig) shaping() Shaping {
+	if c.Shaping == "" {
+		return ShapeLinear
+	}
+	return c.Shaping
+}
+
+// shape combines (weight, value) pairs into the total of a well-formed answer.
+func (c RewardConfig) shape(wv [][2]float64) float64 {
+	t := weightedMean(wv)
+	switch c.shaping() {
 	case ShapeCentered:
 		return 2*t - 1
 	case ShapeStrict:
-		return b2f(perfect)
+		for _, p := range wv {
+			if p[0] > 0 && p[1] < 1 {
+				return 0
+			}
+		}
+		return 1
 	}
 	return t
+}
+
+// partlyParsed reports whether an answer whose fields parse to the share format, truncated
+// or not, is graded by PartialTotal: some of its fields parse but not all, and it was not cut
+// by max_new_tokens while TruncatedFloor floors such answers.
+func (c RewardConfig) partlyParsed(format float64, truncated bool) bool {
+	return c.PartialCredit && format > 0 && format < 1 && !(truncated && c.TruncatedFloor)
+}
+
+// RankShape is the share of a FEN's board that has the shape of one: of the ranks before its
+// first space, those among the first eight that hold exactly eight squares (each a piece
+// letter or a digit 1–8 counting that many), over max(8, the number of ranks). It is 1 for
+// every board ParseFEN reads, and below 1 for a board of the wrong shape, the way a weak model
+// most often fails: "rnbqkbnr/pppppp/8/…".
+func RankShape(fen string) float64 {
+	board, _, _ := strings.Cut(strings.TrimSpace(fen), " ")
+	ranks := strings.Split(board, "/")
+	good := 0
+	for i, r := range ranks {
+		if i >= 8 {
+			break
+		}
+		n := 0
+		for _, ch := range r {
+			switch {
+			case ch >= '1' && ch <= '8':
+				n += int(ch - '0')
+			case strings.ContainsRune("pnbrqkPNBRQK", ch):
+				n++
+			default:
+				n = -100
+			}
+		}
+		if n == 8 {
+			good++
+		}
+	}
+	return float64(good) / float64(max(8, len(ranks)))
 }
 
 // Similarity is the normalised Levenshtein similarity 1 − d(a,b)/max(|a|,|b|)

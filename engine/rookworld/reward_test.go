@@ -39,7 +39,8 @@ func perfectPolicy(t *testing.T, p *stockfish.Pool, fen string) (string, *stockf
 
 func TestPolicyReward(t *testing.T) {
 	pool := newTestPool(t, stockfish.Config{Depth: 8})
-	s := newTestScorer(t, pool, nil)
+	// The floors as such; partial_test.go grades the answers that parse in part.
+	s := newTestScorer(t, pool, func(c *RewardConfig) { c.PartialCredit = false })
 	ctx := context.Background()
 	perfect, a := perfectPolicy(t, pool, rewardFEN)
 	moves, evals := a.Moves(), a.Evals()
@@ -131,8 +132,9 @@ func TestPolicyReward(t *testing.T) {
 }
 
 func TestEnvReward(t *testing.T) {
-	s := newTestScorer(t, nil, nil) // A: needs no engine
-	partial := newTestScorer(t, nil, func(c *RewardConfig) { c.FENPartial = true })
+	// A: needs no engine. The floors as such; partial_test.go grades the answers that parse in part.
+	s := newTestScorer(t, nil, func(c *RewardConfig) { c.PartialCredit = false })
+	partial := newTestScorer(t, nil, func(c *RewardConfig) { c.FENPartial, c.PartialCredit = true, false })
 	ctx := context.Background()
 	prompt := EnvPrompt(chess.StartFEN, "e2e4", nil)
 	next := "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
@@ -202,7 +204,10 @@ func TestRewardConfig(t *testing.T) {
 	}{
 		{"only the reward field counts", func(c *RewardConfig) { c.Env = EnvWeights{RewardField: 1} }, 0},
 		{"only the FEN counts", func(c *RewardConfig) { c.Env = EnvWeights{FEN: 1} }, 1},
-		{"centered", func(c *RewardConfig) { c.Env = EnvWeights{FEN: 1, RewardField: 1}; c.Shaping = ShapeCentered }, 0},
+		{"centered", func(c *RewardConfig) {
+			c.Env = EnvWeights{FEN: 1, RewardField: 1}
+			c.Shaping, c.PartialCredit = ShapeCentered, false // centered puts well-formed answers below −0.3
+		}, 0},
 		{"strict", func(c *RewardConfig) { c.Shaping = ShapeStrict }, 0},
 		{"strict ignores zero weights", func(c *RewardConfig) { c.Shaping = ShapeStrict; c.Env.RewardField = 0 }, 1},
 	}
@@ -225,6 +230,7 @@ func TestRewardConfig(t *testing.T) {
 		{func(c *RewardConfig) { c.RankCredit = []float64{2} }, "rank_credit[0] must be in [0, 1], got 2"},
 		{func(c *RewardConfig) { c.MalformedFloor = math.NaN() }, "malformed must be in [-10, 10], got NaN"},
 		{func(c *RewardConfig) { c.Depth = -1 }, "depth must be in [0, 100] (0: the pool's), got -1"},
+		{func(c *RewardConfig) { c.IllegalFloor = 1.5 }, "illegal must be in [-10, 1], got 1.5"},
 	}
 	for _, tc := range bad {
 		cfg := DefaultRewardConfig()
@@ -310,7 +316,7 @@ func TestComponentsMap(t *testing.T) {
 	if p["best_rank"] != 0.7 || e["fen_exact"] != 1 || e["reward_field"] != 1 {
 		t.Errorf("values %v %v", p, e)
 	}
-	if got := FormatComponents(Result{Task: TaskEnv, Components: c}); got != "format=1 fen_exact=1 fen_similarity=0 flags=0 reward_field=1" {
+	if got := FormatComponents(Result{Task: TaskEnv, Components: c}); got != "format=1 fen_exact=1 fen_similarity=0 fen_ranks=0 flags=0 reward_field=1" {
 		t.Errorf("FormatComponents = %q", got)
 	}
 }

@@ -45,6 +45,18 @@ function T.test_rules_and_scoring_without_engine()
   check.near(bad.total, -0.3, 1e-12, "malformed floor")
   check.errors(function() rook.chess.score(prompt, r.completion, { malformed = 0/0 }) end,
     "rook.chess.score: reward: malformed must be in [-10, 10], got NaN")
+  -- Fields that parse around a FEN that is not a position (a rank of 6 squares): graded
+  -- between the floor and the lowest well-formed A: total (0.1), or the floor without
+  -- partial_credit.
+  local short = string.gsub(r.completion, "^rnbqkbnr/pppppppp", "rnbqkbnr/pppppp")
+  local part = rook.chess.score(prompt, short)
+  check.eq(part.malformed, true)
+  check.eq(part.partial, true)
+  check.truthy(part.total > -0.3 and part.total < 0.1, "partly parsed: " .. part.total)
+  check.eq(bad.partial, false, "garbage parses not at all")
+  local floored = rook.chess.score(prompt, short, { partial_credit = false })
+  check.eq(floored.partial, false)
+  check.near(floored.total, -0.3, 1e-12, "partial_credit = false: the floor")
 end
 
 -- An illegal position is an error, not a −1 reward; an illegal move in a legal one is judged.
@@ -86,6 +98,7 @@ function T.test_reward_chess_on_a_rollout()
   check.eq(#b:rewards(), 4)
   for _, r in ipairs(b:rewards()) do check.near(r, -0.25, 1e-12, "random text is malformed") end
   check.eq(summary.components.malformed, 1)
+  check.eq(summary.components.partial, 0, "random text parses not at all")
   check.eq(summary.p_count + summary.a_count, 4)
   local m = rook.eval(policy, data:next(2), { max_new_tokens = 8 }, sf)
   check.eq(m.p_format + m.a_format, 0, "a random model formats nothing")
@@ -109,8 +122,11 @@ function T.test_reward_options()
   local wrong_fen = string.gsub(right, "4P3", "3P4", 1)
   local fen_only = { env = { format = 0, flags = 0, reward_field = 0 } }
   check.near(rook.chess.score(prompt, wrong_fen, fen_only).total, 0, 1e-12, "only the FEN weighs")
-  fen_only.shaping = "centered"
+  fen_only.shaping, fen_only.partial_credit = "centered", false -- −1 lies below the −0.3 floor
   check.near(rook.chess.score(prompt, wrong_fen, fen_only).total, -1, 1e-12, "centered")
+  fen_only.partial_credit = nil
+  check.errors(function() rook.chess.score(prompt, wrong_fen, fen_only) end,
+    "partial_credit: malformed (-0.3) must be below the lowest total of a well-formed env answer (-1")
   check.near(rook.chess.score(prompt, wrong_fen).total, 0.4, 1e-12, "default weights: format, flags, reward field")
   check.errors(function() rook.chess.score(prompt, right, { env = { fenn = 1 } }) end,
     'rook.chess.score: unknown option "env.fenn" (did you mean "fen"?)')
