@@ -113,8 +113,8 @@ func TestResumeConfig(t *testing.T) {
 	// Several such keys: the run is another recipe's, and the refusal says so, suggesting no key.
 	foreign := recordedRun(t, map[string]any{"model": "m1", "seed": 7.0, "eval_every": 0.0, "kl_warmup": 10.0, "max_ply": 20.0})
 	_, err = runLua(t, Options{Args: []string{"resume=" + foreign}, Recipe: recipe}, "", "")
-	if err == nil || !strings.Contains(err.Error(), "recorded keys this recipe does not declare (eval_every, kl_warmup, max_ply): the run was started by another recipe (its copy is "+filepath.Join(foreign, "recipe.lua")+")") ||
-		strings.Contains(err.Error(), "did you mean") {
+	var fe *ConfigError
+	if !errors.As(err, &fe) || fe.Source != "resume="+foreign || fe.Reason != "checkpoint step-00000004 recorded keys this recipe does not declare (eval_every, kl_warmup, max_ply): the run was started by another recipe (its copy is "+filepath.Join(foreign, "recipe.lua")+")" {
 		t.Fatalf("a run of another recipe: %v", err)
 	}
 }
@@ -232,7 +232,8 @@ func TestResumeFixedRule(t *testing.T) {
 	}
 	// A section's setting takes only "fixed".
 	_, err := runLua(t, Options{}, "r.lua", `require("rook").config({ stockfish = { depth = 8 } }, { ["stockfish.depth"] = "integer >= 1" })`)
-	if err == nil || !strings.Contains(err.Error(), `stockfish.depth: a section's setting is checked by its own call; the only rule for it is "fixed"`) {
+	var re *ConfigError
+	if !errors.As(err, &re) || re.Key != "stockfish.depth" || re.Reason != `a section's setting is checked by its own call; the only rule for it is "fixed"` {
 		t.Errorf("a rule other than fixed on a section's setting: %v", err)
 	}
 }

@@ -87,7 +87,7 @@ func checkRules(L *lua.LState, g *guard, cfg map[string]any, rules *lua.LTable) 
 	rules.ForEach(func(k, v lua.LValue) { byKey[k.String()] = v })
 	for _, key := range sortedKeys(byKey) {
 		bad := func(format string, a ...any) ([]string, error) {
-			return nil, fmt.Errorf("config rules: %s: %s", key, fmt.Sprintf(format, a...))
+			return nil, &ConfigError{Source: "config rules", Key: key, Reason: fmt.Sprintf(format, a...)}
 		}
 		v, declared := cfg[key]
 		if sec, setting, dotted := strings.Cut(key, "."); dotted {

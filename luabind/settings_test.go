@@ -97,7 +97,8 @@ func TestDecode(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", src, err, want)
 		}
 	}
-	if err := decode(luaTable(t, L, `{ bets = 1 }`), &o, ""); err == nil || !strings.Contains(err.Error(), `did you mean "betas"?`) {
+	var unknown *UnknownOptionError
+	if err := decode(luaTable(t, L, `{ bets = 1 }`), &o, ""); !errors.As(err, &unknown) || unknown.Key != "bets" || unknown.Suggestion != ` (did you mean "betas"?)` {
 		t.Errorf("a misspelt adamw key: %v (want a suggestion among adamw's own names)", err)
 	}
 }

@@ -117,6 +117,20 @@ func check(err error) {
 }
 
 // parseSections turns -only into a set; empty selects every section the device runs.
+// SectionError is an -only section the bench does not have (Device ""), or one that runs on
+// the CPU only, asked of Device, which runs Avail.
+type SectionError struct {
+	Section, Device string
+	Avail           []string
+}
+
+func (e *SectionError) Error() string {
+	if e.Device == "" {
+		return fmt.Sprintf("-only: unknown section %q (sections: %s)", e.Section, strings.Join(sections, ", "))
+	}
+	return fmt.Sprintf("-only: section %q runs on the CPU only; -device %s runs %s", e.Section, e.Device, strings.Join(e.Avail, ", "))
+}
+
 func parseSections(only, dev string) (map[string]bool, error) {
 	avail, sel := sections, map[string]bool{}
 	if dev != "cpu" {
@@ -125,10 +139,9 @@ func parseSections(only, dev string) (map[string]bool, error) {
 	only = strings.ToLower(strings.ReplaceAll(cmp.Or(only, strings.Join(avail, ",")), " ", ""))
 	for _, s := range strings.Split(only, ",") {
 		if !slices.Contains(sections, s) {
-			return nil, fmt.Errorf("-only: unknown section %q (sections: %s)", s, strings.Join(sections, ", "))
+			return nil, &SectionError{Section: s}
 		} else if !slices.Contains(avail, s) {
-			return nil, fmt.Errorf("-only: section %q runs on the CPU only; -device %s runs %s",
-				s, dev, strings.Join(avail, ", "))
+			return nil, &SectionError{Section: s, Device: dev, Avail: avail}
 		}
 		sel[s] = true
 	}

@@ -28,7 +28,8 @@ func TestParseSections(t *testing.T) {
 	if err != nil || !sel["gemm"] || !sel["engine"] || sel["torch"] || len(sel) != 2 {
 		t.Errorf("gemm,engine: %v %v", sel, err)
 	}
-	if _, err := parseSections("gemm,bogus", "cpu"); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+	var se *SectionError
+	if _, err := parseSections("gemm,bogus", "cpu"); !errors.As(err, &se) || se.Section != "bogus" || se.Device != "" {
 		t.Errorf("unknown section: %v", err)
 	}
 	// A GPU runs the engine's sections only, by default and when asked.
@@ -37,7 +38,7 @@ func TestParseSections(t *testing.T) {
 		t.Errorf("cuda default: %v %v", gpu, err)
 	}
 	_, err = parseSections("engine,torch", "cuda")
-	if err == nil || !strings.Contains(err.Error(), "CPU only") {
+	if !errors.As(err, &se) || se.Section != "torch" || se.Device != "cuda" {
 		t.Errorf("torch on cuda: %v", err)
 	}
 }

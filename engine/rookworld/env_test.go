@@ -1,6 +1,7 @@
 package rookworld
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -57,7 +58,8 @@ func TestEnvStep(t *testing.T) {
 func TestEnvTextDesignExample(t *testing.T) {
 	const fen = "5R2/6R1/8/3P4/p7/1b2R2P/2p3P1/6K1 b - - 0 58"
 	const want = "A: " + fen + "+b3d5+e1e3 a2b3 f7f2 b5b4 g5g7 b4c3 f2f8 c3c2 d4d5 b3d5+5R2/6R1/8/3b4/p7/4R2P/2p3P1/6K1 w - - 0 59+0.001+0+0"
-	if _, err := EnvStep(fen, "b3d5"); err == nil || !strings.Contains(err.Error(), "black has 0 kings") {
+	var ie *chess.InvalidError
+	if _, err := EnvStep(fen, "b3d5"); !errors.As(err, &ie) || *ie != (chess.InvalidError{Side: "black", Piece: "kings", Count: 0}) {
 		t.Errorf("EnvStep on the kingless example: %v, want it refused", err)
 	}
 	g, err := chess.NewGame(fen)

@@ -183,10 +183,12 @@ func TestEnvStepAfterChecksTheHistory(t *testing.T) {
 	if _, err := EnvStepAfter(chess.StartFEN, []string{"d2d4"}, after, "e7e5"); !errors.As(err, &he) || he.StartFEN != chess.StartFEN || he.Want != after {
 		t.Errorf("a history that does not reach the FEN: err = %v, want a *HistoryError from the start to %s", err, after)
 	}
-	if _, err := EnvStepAfter(chess.StartFEN, []string{"e2e5"}, after, "e7e5"); err == nil || !strings.Contains(err.Error(), "ply 1") {
+	var pe *chess.PlyError
+	if _, err := EnvStepAfter(chess.StartFEN, []string{"e2e5"}, after, "e7e5"); !errors.As(err, &pe) || pe.Ply != 1 {
 		t.Errorf("an illegal history: err = %v", err)
 	}
-	if _, err := EnvStepAfter("4k3/8/8/8/8/8/8/8 w - - 0 1", nil, after, "e7e5"); err == nil || !strings.Contains(err.Error(), "illegal position") {
+	var ie *chess.InvalidError
+	if _, err := EnvStepAfter("4k3/8/8/8/8/8/8/8 w - - 0 1", nil, after, "e7e5"); !errors.As(err, &ie) || ie.Side != "white" || ie.Piece != "kings" {
 		t.Errorf("an illegal start: err = %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package rookworld
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -196,8 +197,9 @@ func TestGeneratorPositionsAreLegal(t *testing.T) {
 	if ended < 10 {
 		t.Errorf("only %d games ended before their length; the final positions went unchecked", ended)
 	}
-	if _, err := NewGenerator(GeneratorOptions{StartFEN: "8/8/8/8/8/8/8/4K3 w - - 0 1"}); err == nil ||
-		!strings.Contains(err.Error(), "black has 0 kings") {
+	var ie *chess.InvalidError
+	if _, err := NewGenerator(GeneratorOptions{StartFEN: "8/8/8/8/8/8/8/4K3 w - - 0 1"}); !errors.As(err, &ie) ||
+		*ie != (chess.InvalidError{Side: "black", Piece: "kings", Count: 0}) {
 		t.Errorf("kingless start_fen: %v, want it refused", err)
 	}
 }

@@ -15,10 +15,9 @@ const hugePage = 2 << 20
 // hugeMin is the smallest buffer HostFloats advises: a model's weights, gradients and moments
 // from 16M parameters up, and GPT-2's LM head chunk, which are read whole in every step. A
 // smaller buffer — a layer's KV cache or activations, sized for the longest batch and often
-// filled in part — keeps 4 KB pages, whose untouched pages take no memory: advised from 4 MB
-// up, the main job's peak resident memory grew towards its limit of 1 GB, and GPT-2 124M's
-// 8-row decode step was no faster for it (nor with a KV cache in one advised buffer of 85 MB
-// rather than one buffer per layer).
+// filled in part — keeps 4 KB pages, whose untouched pages take no memory: advising small
+// buffers too made the main job's resident memory grow, and a decode step no faster (nor a KV
+// cache in one advised buffer rather than one per layer).
 const hugeMin = 64 << 20
 
 // HostFloats returns n zeroed float32s in host memory, like make; a buffer of hugeMin bytes
