@@ -96,8 +96,9 @@ func main() {
 		check(cmp.Or(err, pprof.StartCPUProfile(f)))
 		defer pprof.StopCPUProfile()
 	}
+	commit := gitCommit(root) // the checkout the binaries were built from, before the tree can change
 	rep := b.run(cmp.Or(*only, "all"))
-	rep.Machine, rep.Commit = cmp.Or(*machine, machineName(rep.Processor, b.device)), gitCommit(root)
+	rep.Machine, rep.Commit = cmp.Or(*machine, machineName(rep.Processor, b.device)), commit
 	fmt.Println(rep.Markdown() + "\n" + headline([]*Report{rep}, ""))
 	if len(b.failed) > 0 {
 		check(fmt.Errorf("%d failure(s), no result written:\n  %s", len(b.failed), strings.Join(b.failed, "\n  ")))
