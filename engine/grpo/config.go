@@ -79,6 +79,11 @@ type Config struct {
 	KLClamp            float64            `json:"kl_clamp"`
 	EntropyCoef        float64            `json:"entropy_coef"` // adds −entropy_coef·H to the loss
 	EntropyAggregation EntropyAggregation `json:"entropy_aggregation"`
+	// TopEntropyQuantile ρ keeps the policy term (and the entropy term) on the tokens whose
+	// entropy is at or above the (1−ρ) quantile of the minibatch's trained tokens (TRL's
+	// top_entropy_quantile, after "Beyond the 80/20 rule"); 1 keeps every token. The KL term
+	// keeps every token. See entropymask.go.
+	TopEntropyQuantile float64 `json:"top_entropy_quantile"`
 	// MaskTruncated leaves completions cut by max_new_tokens out of the loss.
 	MaskTruncated bool `json:"mask_truncated_completions"`
 	// MaskedInDenominator keeps completions left out by drop_zero_std or
@@ -108,7 +113,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{ScaleRewards: ScaleGroup, StdEps: 1e-4, Epsilon: 0.2, ImportanceSamplingLevel: LevelToken,
 		LossType: LossGRPO, KLEstimator: KLK3, EntropyAggregation: EntropyAsLoss, NumIterations: 1,
-		Minibatches: 1, MaxGradNorm: 1, SAPOTemperaturePos: 1, SAPOTemperatureNeg: 1.05}
+		Minibatches: 1, MaxGradNorm: 1, SAPOTemperaturePos: 1, SAPOTemperatureNeg: 1.05, TopEntropyQuantile: 1}
 }
 
 // TRLConfig returns TRL's defaults and conventions (GRPOConfig of TRL v1.9.0): the dapo loss,
@@ -157,6 +162,8 @@ func (c Config) Validate() error {
 		return &ConfigError{Key: "sapo_temperature_pos", Value: c.SAPOTemperaturePos, Reason: "a finite number > 0"}
 	case !(c.SAPOTemperatureNeg > 0) || math.IsInf(c.SAPOTemperatureNeg, 0):
 		return &ConfigError{Key: "sapo_temperature_neg", Value: c.SAPOTemperatureNeg, Reason: "a finite number > 0"}
+	case !(c.TopEntropyQuantile >= 0 && c.TopEntropyQuantile <= 1):
+		return &ConfigError{Key: "top_entropy_quantile", Value: c.TopEntropyQuantile, Reason: "in [0, 1] (1 keeps every token)"}
 	}
 	for _, err := range []error{
 		oneOf("scale_rewards", c.ScaleRewards, ScaleGroup, ScaleBatch, ScaleNone),

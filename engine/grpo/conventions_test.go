@@ -44,6 +44,9 @@ func TestConfigValidate(t *testing.T) {
 		{"trl_compat without masked_in_denominator", func(c *Config) { *c = TRLConfig(); c.MaskedInDenominator = false }, "masked_in_denominator", false, true},
 		{"trl_compat with kl_clamp", func(c *Config) { *c = TRLConfig(); c.KLClamp = 10 }, "kl_clamp", 10.0, true},
 		{"kl_clamp < 0", func(c *Config) { c.KLClamp = -1 }, "kl_clamp", -1.0, false},
+		{"top_entropy_quantile > 1", func(c *Config) { c.TopEntropyQuantile = 1.5 }, "top_entropy_quantile", 1.5, false},
+		{"top_entropy_quantile < 0", func(c *Config) { c.TopEntropyQuantile = -0.1 }, "top_entropy_quantile", -0.1, false},
+		{"top_entropy_quantile NaN", func(c *Config) { c.TopEntropyQuantile = math.NaN() }, "top_entropy_quantile", nan, false},
 	} {
 		cfg := DefaultConfig()
 		c.edit(&cfg)

@@ -53,6 +53,9 @@ var dpConfigs = map[string]func(*Config){
 	"dapo, masked truncated, in the denominator, 3 minibatches": func(c *Config) {
 		c.LossType, c.MaskTruncated, c.MaskedInDenominator, c.Minibatches = LossDAPO, true, true, 3
 	},
+	"top entropy quantile 0.3, entropy token mean": func(c *Config) { // the quantile over every rank's tokens
+		c.TopEntropyQuantile, c.EntropyCoef, c.EntropyAggregation = 0.3, 0.01, EntropyTokenMean
+	},
 }
 
 // dpSteps runs 3 steps of cfg on b's share of this rank and returns the metrics of each and

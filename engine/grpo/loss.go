@@ -77,9 +77,12 @@ type weights struct{ pg, ent float64 }
 // sequenceTokens are one completion's per-token numbers: log-probabilities under the policy
 // being trained, at sampling time (old), under the reference (nil when β = 0), the policy's
 // entropies, and the advantages when a recipe set them per token (nil: the completion's one).
+// high marks the tokens that carry the policy and entropy terms under top_entropy_quantile
+// (nil: every token).
 type sequenceTokens struct {
 	logp, old, ref, entropy []float32
 	adv                     []float64
+	high                    []bool
 }
 
 // at is token t's advantage: its own, or the completion's.
@@ -93,9 +96,10 @@ func (s sequenceTokens) at(t int, adv float64) float64 {
 // sequenceLoss adds one completion's terms to st and writes ∂L/∂logp and ∂L/∂H of its tokens
 // into dlogp and dent. The loss of the completion is
 //
-//	Σ_t w.pg·(−min(ρ_t A, clip(ρ_t)A) + β·KL_t) − c_H·w.ent·H_t
+//	Σ_t w.pg·(m_t·(−min(ρ_t A, clip(ρ_t)A)) + β·KL_t) − c_H·w.ent·m_t·H_t
 //
-// with ρ_t the token's ratio, or the sequence's exp(mean_t log ρ_t) at the sequence level.
+// with ρ_t the token's ratio, or the sequence's exp(mean_t log ρ_t) at the sequence level,
+// and m_t 1 for a token that carries the policy term (all of them unless s.high says).
 func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stats, dlogp, dent []float32) {
 	n := len(s.logp)
 	sequence := cfg.ImportanceSamplingLevel == LevelSequence
@@ -120,21 +124,24 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 		if cfg.Beta > 0 {
 			klTerm(cfg.KLEstimator, cfg.KLClamp, x, float64(s.ref[t]), &tl)
 		}
-		h := float64(s.entropy[t])
-		st.loss += w.pg*(tl.pg+cfg.Beta*tl.kl) - cfg.EntropyCoef*w.ent*h
-		st.pgLoss += w.pg * tl.pg
+		h, m := float64(s.entropy[t]), 1.0
+		if s.high != nil && !s.high[t] {
+			m = 0
+		}
+		st.loss += w.pg*(m*tl.pg+cfg.Beta*tl.kl) - cfg.EntropyCoef*w.ent*m*h
+		st.pgLoss += w.pg * m * tl.pg
 		st.klLoss += w.pg * cfg.Beta * tl.kl
-		st.ent += w.ent * h
+		st.ent += w.ent * m * h
 		st.add(ratio, logRatio, tl, h, cfg.Beta > 0)
 
-		g := cfg.Beta*tl.dklDLogp + tl.dpgDLogp
+		g := cfg.Beta*tl.dklDLogp + m*tl.dpgDLogp
 		if sequence {
-			seqGrad += w.pg * tl.dpgDRatio
+			seqGrad += w.pg * m * tl.dpgDRatio
 		} else {
-			g += tl.dpgDRatio * ratio // ∂ρ/∂logp = ρ
+			g += m * tl.dpgDRatio * ratio // ∂ρ/∂logp = ρ
 		}
 		dlogp[t] = float32(w.pg * g)
-		dent[t] = float32(-cfg.EntropyCoef * w.ent)
+		dent[t] = float32(-cfg.EntropyCoef * w.ent * m)
 	}
 	if sequence {
 		// ∂s/∂logp_t = s/|o| for every token of the sequence.
@@ -150,6 +157,7 @@ func sequenceLoss(cfg Config, s sequenceTokens, adv float64, w weights, st *stat
 // with MaskedInDenominator, the masked ones too (keep false). Token counts (dapo, bnpo, the
 // token-mean entropy) count only the tokens trained on, as TRL's num_items_in_batch does
 // since huggingface/trl#6439. maxNew is the rollout's max_new_tokens (dr_grpo's constant).
+// total.selected, when top_entropy_quantile selected tokens, is how many it did.
 func minibatchWeights(part []*completion, total minibatchTotal, cfg Config, maxNew int) []weights {
 	seqs, kept := total.seqs, total.keptTokens // the whole minibatch's, over every rank's share
 	w := make([]weights, len(part))
@@ -164,7 +172,12 @@ func minibatchWeights(part []*completion, total minibatchTotal, cfg Config, maxN
 		}
 		w[i].ent = w[i].pg
 		if cfg.EntropyAggregation == EntropyTokenMean {
+			// TRL's: dapo and cispo divide by the tokens trained on, the others by the tokens
+			// the entropy term covers (those top_entropy_quantile selects, or all of them).
 			w[i].ent = 1 / float64(kept)
+			if total.selected > 0 && cfg.LossType != LossDAPO && cfg.LossType != LossCISPO {
+				w[i].ent = 1 / float64(total.selected)
+			}
 		}
 	}
 	return w

@@ -77,6 +77,7 @@ func (u *updates) report(m Metrics, cfg Config) {
 	m["clip_ratio/low_mean"], m["clip_ratio/high_mean"] = float64(st.clipLow)/n, float64(st.clipHigh)/n
 	m["clip_ratio/region_mean"] = float64(st.clipLow+st.clipHigh) / n
 	m["entropy"] = st.entSum / n
+	maskMetrics(m, st)
 	if cfg.Beta > 0 {
 		m["kl"], m["kl/max"] = st.klSum/n, st.klMax
 		if cfg.KLClamp > 0 {
@@ -106,4 +107,16 @@ func lengthMetrics(m Metrics, b *rollout.Batch) {
 	n := float64(len(b.Completions))
 	m["completions/mean_length"], m["completions/min_length"], m["completions/max_length"] = float64(sum)/n, float64(lo), float64(hi)
 	m["completions/clipped_ratio"] = float64(trunc) / n
+}
+
+// maskMetrics writes what top_entropy_quantile did: its threshold, averaged over the passes,
+// and the fraction of the trained tokens that carried the policy term.
+func maskMetrics(m Metrics, st stats) {
+	if st.maskPasses == 0 {
+		return
+	}
+	m["entropy_mask/threshold"] = st.maskThreshold / float64(st.maskPasses)
+	if st.maskTokens > 0 {
+		m["entropy_mask/fraction"] = float64(st.maskSelected) / float64(st.maskTokens)
+	}
 }

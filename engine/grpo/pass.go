@@ -197,11 +197,23 @@ func (tr *Trainer) ZeroGrads() {
 // gradient (forwards only without signal), its loss over the ranks added to tr.acc.
 func (tr *Trainer) forwardBackward(ctx context.Context, r passRun, st *stats) error {
 	var train []*completion
+	for _, k := range r.part {
+		if k.keep {
+			train = append(train, k)
+		}
+	}
+	if r.cfg.TopEntropyQuantile < 1 && !r.noSignal {
+		selected, err := tr.entropyMask(ctx, r, train, st)
+		if err != nil {
+			return err
+		}
+		r.total.selected = selected
+	}
 	var trainW []weights
 	w := minibatchWeights(r.part, r.total, r.cfg, r.b.MaxNewTokens)
 	for i, k := range r.part {
 		if k.keep {
-			train, trainW = append(train, k), append(trainW, w[i])
+			trainW = append(trainW, w[i])
 		}
 	}
 	st.exact = r.exact
@@ -525,6 +537,10 @@ func (tr *Trainer) checkPass(p *Pass) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if cfg.TopEntropyQuantile < 1 && (l.Func != nil || l.tinker()) {
+		return &ConfigError{Key: "top_entropy_quantile", Value: cfg.TopEntropyQuantile,
+			Reason: "1 with a loss other than rook.grpo.step's loss types (a loss written in Lua has each token's entropy to select by)"}
+	}
 	if l.tinker() {
 		if err := l.Tinker.Validate(); err != nil {
 			return err
@@ -603,6 +619,7 @@ func passMetrics(m Metrics, st stats, r passRun) {
 	if r.loss.Func == nil || r.loss.Entropy {
 		m["entropy"] = st.entSum / n
 	}
+	maskMetrics(m, st)
 	if r.cfg.Beta > 0 && r.loss.Func == nil {
 		m["kl"], m["kl/max"] = st.klSum/n, st.klMax
 	}

@@ -53,6 +53,9 @@ func TestComposedIsStep(t *testing.T) {
 			c.DropZeroStd, c.MaskTruncated, c.MaskedInDenominator, c.Minibatches = true, true, true, 3
 		},
 		"no signal": func(c *Config) {},
+		"top entropy quantile 0.3, micro-batches of 2, entropy": func(c *Config) {
+			c.TopEntropyQuantile, c.MicroBatch, c.EntropyCoef = 0.3, 2, 0.01
+		},
 	}
 	for _, lt := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO, LossCISPO, LossSAPO} {
 		for name, set := range cases {

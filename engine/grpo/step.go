@@ -65,6 +65,9 @@ type completion struct {
 	// whether any of them is not 0).
 	tokenAdv []float64
 	index    int // its place in the rank's batch
+	// highEntropy marks the tokens that carry the policy term under top_entropy_quantile
+	// (nil: all of them), set for each pass.
+	highEntropy []bool
 }
 
 // stats accumulates token-level quantities over a step.
@@ -83,6 +86,10 @@ type stats struct {
 	exact     bool
 	offPolicy *OffPolicyError
 	nonFinite *NonFinite // the first non-finite value of a loss computed outside the engine
+	// top_entropy_quantile's passes: their thresholds summed, the tokens selected and scored
+	// (already the whole minibatch's, over the ranks).
+	maskPasses, maskSelected, maskTokens int
+	maskThreshold                        float64
 }
 
 func newStats() stats { return stats{ratioMin: math.Inf(1), ratioMax: math.Inf(-1)} }
@@ -279,6 +286,7 @@ type plan struct {
 // minibatchTotal is what a whole minibatch counts in its loss's denominators.
 type minibatchTotal struct {
 	seqs, keptTokens, trained int
+	selected                  int // tokens top_entropy_quantile selected; 0 when it is off
 }
 
 // newPlan decides the step on the whole batch from each completion's advantage adv (a
@@ -500,6 +508,9 @@ func rowLoss(part []*completion, w []weights, cfg Config, loss Loss, st *stats) 
 			t1 := min(len(k.c.Tokens), t0+len(logp)-r)
 			n := t1 - t0
 			s := sequenceTokens{logp: logp[r : r+n], old: k.c.LogProbs[t0:t1], entropy: ent[r : r+n]}
+			if k.highEntropy != nil {
+				s.high = k.highEntropy[t0:t1]
+			}
 			if k.refLogp != nil {
 				s.ref = k.refLogp[t0:t1]
 			}

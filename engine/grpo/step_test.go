@@ -285,14 +285,18 @@ func captureGrads(tr *Trainer) *[]float32 {
 
 // TestMicroBatchSplitInvariance is DESIGN §6.5: the same minibatch split into 1, 2 or 4
 // micro-batches gives the same gradient (up to float32 summation order).
+// top_entropy_quantile's mask is the minibatch's, whatever its split.
 func TestMicroBatchSplitInvariance(t *testing.T) {
-	for _, loss := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO, LossCISPO, LossSAPO} {
+	for _, loss := range []LossType{LossGRPO, LossBNPO, LossDAPO, LossDrGRPO, LossCISPO, LossSAPO, "dapo, top entropy 0.3"} {
 		var ref []float32
 		for _, micro := range []int{0, 8, 4} { // 16 completions: 1, 2 and 4 micro-batches
 			tr, b := setup(t, 6)
 			g := captureGrads(tr)
 			cfg := DefaultConfig()
 			cfg.LossType, cfg.MicroBatch, cfg.Beta, cfg.EntropyCoef, cfg.EntropyAggregation = loss, micro, 0.05, 0.01, EntropyTokenMean
+			if loss == "dapo, top entropy 0.3" {
+				cfg.LossType, cfg.TopEntropyQuantile = LossDAPO, 0.3
+			}
 			step(t, tr, b, cfg)
 			if ref == nil {
 				ref = *g
@@ -406,5 +410,46 @@ func TestBetaZeroSkipsReference(t *testing.T) {
 	}
 	if _, ok := m["kl"]; ok {
 		t.Error("kl reported with beta = 0")
+	}
+}
+
+// TestTopEntropyQuantileStep: a step with top_entropy_quantile ρ trains on the fraction ρ of
+// the tokens (the highest entropies; ties aside), changes the gradient from ρ = 1's, keeps
+// ratio ≡ 1 before its first update (DESIGN §6.1), and reports its threshold; ρ = 1 reports
+// nothing and changes nothing. A loss written outside the engine refuses ρ < 1.
+func TestTopEntropyQuantileStep(t *testing.T) {
+	grads := map[float64][]float32{}
+	for _, rho := range []float64{1, 0.3} {
+		tr, b := setup(t, 11)
+		g := captureGrads(tr)
+		cfg := DefaultConfig()
+		cfg.TopEntropyQuantile, cfg.EntropyCoef = rho, 0.01
+		m := step(t, tr, b, cfg)
+		grads[rho] = *g
+		frac, has := m["entropy_mask/fraction"]
+		if rho == 1 {
+			if has {
+				t.Errorf("ρ = 1 reported a mask: %v", m)
+			}
+			continue
+		}
+		if !has || frac < rho-0.05 || frac > rho+0.05 || !(m["entropy_mask/threshold"] > 0) {
+			t.Errorf("ρ = %g: fraction %v, threshold %v", rho, frac, m["entropy_mask/threshold"])
+		}
+		if m["ratio/first_max_abs_log"] != 0 {
+			t.Errorf("ρ = %g: log ratio before the first update %g, want 0", rho, m["ratio/first_max_abs_log"])
+		}
+	}
+	if slices.Equal(grads[1], grads[0.3]) {
+		t.Error("the mask did not change the gradient")
+	}
+	tr, b := setup(t, 11)
+	cfg := DefaultConfig()
+	cfg.TopEntropyQuantile = 0.5
+	adv, _ := Advantages(b.Rewards, b.Group, cfg)
+	_, err := tr.ForwardBackward(context.Background(), Pass{Batch: b, Adv: adv, Config: cfg, Loss: Loss{Name: "custom", Func: grpoSequenceLoss(0.2)}})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Key != "top_entropy_quantile" {
+		t.Errorf("a Lua-style loss with ρ < 1: %v, want a ConfigError naming top_entropy_quantile", err)
 	}
 }

@@ -82,3 +82,27 @@ func TestCISPOAndSAPOAggregation(t *testing.T) {
 		t.Errorf("sapo weights %v, want 1/(3·2) and 1/(5·2)", w)
 	}
 }
+
+// TestEntropyThreshold holds the quantile to torch.quantile's (linear interpolation in
+// float32, aten's lerp) on values whose answers are known: the ranks themselves, midpoints,
+// the extremes, one value, none.
+func TestEntropyThreshold(t *testing.T) {
+	vals := []float32{3, 0.5, 2, 1, 4} // sorted: 0.5 1 2 3 4
+	for _, c := range []struct {
+		rho  float64
+		want float32
+	}{
+		{1, 0.5}, {0, 4}, {0.5, 2}, {0.75, 1}, {0.25, 3}, {0.2, 3.2}, {0.875, 0.75}, {0.9, 0.7},
+	} {
+		got, ok := entropyThreshold(vals, c.rho)
+		if !ok || math.Abs(float64(got-c.want)) > 1e-6 {
+			t.Errorf("ρ = %g: threshold %v, want %v", c.rho, got, c.want)
+		}
+	}
+	if got, ok := entropyThreshold([]float32{1.5}, 0.2); !ok || got != 1.5 {
+		t.Errorf("one value: %v %v", got, ok)
+	}
+	if _, ok := entropyThreshold(nil, 0.2); ok {
+		t.Error("no values gave a threshold")
+	}
+}

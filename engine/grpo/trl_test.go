@@ -64,7 +64,8 @@ func f32s(x []float64) []float32 {
 // TestTRLParity checks advantages, loss, ∂L/∂logp and ∂L/∂H of every case in the TRL
 // fixture within 1e-6: every loss_type, both importance sampling levels, the three reward
 // scalings, β with each KL estimator, epsilon_high, mask_truncated_completions,
-// drop_zero_std and the entropy term, in trl_compat mode and in this project's conventions.
+// drop_zero_std, the entropy term, the cispo and sapo loss types and top_entropy_quantile's
+// mask, in trl_compat mode and in this project's conventions.
 // The engine's own functions run on the fixture's log-probabilities in place of a forward:
 // the plan (advantages, masks, minibatch), the minibatch weights and the sequence loss.
 func TestTRLParity(t *testing.T) {
@@ -113,6 +114,18 @@ func TestTRLParity(t *testing.T) {
 				t.Fatalf("%d minibatches", len(p.minibatches))
 			}
 			part := p.minibatches[0]
+			if cfg.TopEntropyQuantile < 1 { // the pass's mask, from the fixture's entropies
+				var train []*completion
+				var ent [][]float32
+				var all []float32
+				for _, k := range part {
+					if k.keep {
+						e := f32s(in.Entropy[k.c.Prompt][:len(k.c.Tokens)])
+						train, ent, all = append(train, k), append(ent, e), append(all, e...)
+					}
+				}
+				_, p.totals[0].selected = markHighEntropy(train, ent, all, cfg.TopEntropyQuantile)
+			}
 			w := minibatchWeights(part, p.totals[0], cfg, b.MaxNewTokens)
 			st := newStats()
 			dlogp := make([][]float32, len(in.Lengths))
@@ -124,7 +137,7 @@ func TestTRLParity(t *testing.T) {
 				row := k.c.Prompt // one prompt per completion here: the row
 				n := len(k.c.Tokens)
 				s := sequenceTokens{logp: f32s(in.Logp[row][:n]), old: k.c.LogProbs, ref: f32s(in.Ref[row][:n]),
-					entropy: f32s(in.Entropy[row][:n])}
+					entropy: f32s(in.Entropy[row][:n]), high: k.highEntropy}
 				dlogp[row], dent[row] = make([]float32, n), make([]float32, n)
 				sequenceLoss(cfg, s, k.adv, w[i], &st, dlogp[row], dent[row])
 			}

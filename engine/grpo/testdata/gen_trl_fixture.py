@@ -35,6 +35,18 @@ loss normalization"):
   "local batch" is the batch. Later TRL releases warn when importance_sampling_level =
   "sequence" meets a token-summed loss (huggingface/trl#6042); the numbers are unchanged.
 
+Loss types and settings added to TRL after v1.9.0, as TRL's main branch at commit f2cd577
+(v1.10.0.dev0) computes them in GRPOTrainer._compute_loss:
+  cispo: per_token_loss = -clamp(coef_1, max=epsilon_high).detach() * A * logp, aggregated as dapo
+    (sum over tokens / num_items_in_batch);
+  sapo:  per_token_loss = -sigmoid(tau * (coef_1 - 1)) * 4 / tau * A, tau = sapo_temperature_pos
+    where A > 0 and sapo_temperature_neg elsewhere, aggregated as grpo;
+  top_entropy_quantile rho < 1: get_high_entropy_mask(entropies, mask, 1 - rho): the torch.quantile
+    (float32, linear interpolation) of the entropies of the unmasked tokens; the policy term is
+    multiplied by (H >= threshold) before beta * KL is added, and the entropy bonus covers the same
+    tokens: -c * (H * m).sum() / num_items_in_batch for dapo and cispo, / m.sum() otherwise,
+    with m = mask * entropy_mask.
+
 Settings TRL does not have, computed here the way trl_compat = true defines them:
   kl_estimator k1 / k2 replace TRL's k3 term (logp - ref; (logp - ref)^2 / 2);
   drop_zero_std masks the rows of groups without reward variance the way
@@ -137,16 +149,30 @@ def compute(inp, s):
         liw = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
     coef_1 = torch.exp(liw)
     eps_high = s["epsilon_high"] or s["epsilon"]
-    coef_2 = torch.clamp(coef_1, 1 - s["epsilon"], 1 + eps_high)
-    per_token_loss = -torch.min(coef_1 * adv.unsqueeze(1), coef_2 * adv.unsqueeze(1))
+    a = adv.unsqueeze(1)
+    if s["loss_type"] == "cispo":
+        per_token_loss = -torch.clamp(coef_1, max=eps_high).detach() * a * logp
+    elif s["loss_type"] == "sapo":
+        tau = torch.where(a > 0, s.get("sapo_temperature_pos", 1.0), s.get("sapo_temperature_neg", 1.05))
+        per_token_loss = -torch.sigmoid(tau * (coef_1 - 1)) * 4 / tau * a
+    else:
+        coef_2 = torch.clamp(coef_1, 1 - s["epsilon"], 1 + eps_high)
+        per_token_loss = -torch.min(coef_1 * a, coef_2 * a)
+    entropy_mask = torch.ones_like(mask)
+    rho = s.get("top_entropy_quantile", 1.0)
+    if rho < 1.0:  # TRL's get_high_entropy_mask, one process
+        local = entropy.detach()[mask.bool()].float()
+        threshold = torch.quantile(local, 1 - rho)
+        entropy_mask = ((entropy.detach() * mask.float()) >= threshold).double() * mask
+        per_token_loss = per_token_loss * entropy_mask
     if s["beta"] != 0.0:
         per_token_loss = per_token_loss + s["beta"] * kl_term(s["kl_estimator"], logp, ref)
     per_token_loss = per_token_loss.expand_as(logp)
 
     def aggregate(x):
         kind = s["loss_type"]
-        if trl:  # TRL's four branches, verbatim
-            if kind == "grpo":
+        if trl:  # TRL's branches, verbatim
+            if kind in ("grpo", "sapo"):
                 return ((x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
             if kind == "bnpo":
                 return (x * mask).sum() / mask.sum().clamp(min=1.0)
@@ -154,7 +180,7 @@ def compute(inp, s):
                 return (x * mask).sum() / (x.size(0) * L)
             return (x * mask).sum() / num_items_in_batch.clamp(min=1.0)
         kept = ~masked_rows  # rookscript: masked rows leave every denominator
-        if kind == "grpo":
+        if kind in ("grpo", "sapo"):
             return ((x * mask).sum(-1) / mask.sum(-1).clamp(min=1.0))[kept].mean()
         if kind == "dr_grpo":
             return (x * mask).sum() / (kept.sum() * L)
@@ -162,10 +188,13 @@ def compute(inp, s):
 
     loss = aggregate(per_token_loss)
     if s["entropy_coef"] != 0.0:
-        if trl:
-            loss = loss - s["entropy_coef"] * (entropy * mask).sum() / mask.sum()
+        eff = mask * entropy_mask
+        if trl and s["loss_type"] in ("dapo", "cispo"):
+            loss = loss - s["entropy_coef"] * (entropy * eff).sum() / num_items_in_batch
+        elif trl:
+            loss = loss - s["entropy_coef"] * (entropy * eff).sum() / eff.sum().clamp(min=1.0)
         else:
-            loss = loss - s["entropy_coef"] * aggregate(entropy)
+            loss = loss - s["entropy_coef"] * aggregate(entropy * entropy_mask)
     loss.backward()
     return {
         "advantages": adv.tolist(), "loss": loss.item(), "dlogp": (logp.grad * mask_all).tolist(),
@@ -203,6 +232,20 @@ def cases():
     add("dapo/entropy/mask_truncated", entropy_coef=0.01, mask_truncated_completions=True)
     add("grpo/drop_zero_std", loss_type="grpo", beta=0.04, drop_zero_std=True)
     add("dapo/drop_zero_std/mask_truncated", beta=0.04, drop_zero_std=True, mask_truncated_completions=True)
+    # TRL v1.10.0.dev0's cispo and sapo, and top_entropy_quantile.
+    add("cispo", loss_type="cispo", epsilon_high=1.1, beta=0.04)
+    add("cispo/mask_truncated/entropy", loss_type="cispo", epsilon_high=1.1, mask_truncated_completions=True,
+        entropy_coef=0.01)
+    add("sapo", loss_type="sapo", beta=0.04)
+    add("sapo/temperatures", loss_type="sapo", sapo_temperature_pos=0.5, sapo_temperature_neg=2.0)
+    add("dapo/top_entropy_0.2", top_entropy_quantile=0.2, beta=0.04)
+    add("grpo/top_entropy_0.5/entropy", loss_type="grpo", top_entropy_quantile=0.5, entropy_coef=0.01)
+    add("dapo/top_entropy_0.3/entropy/mask_truncated", top_entropy_quantile=0.3, entropy_coef=0.01,
+        mask_truncated_completions=True)
+    add("grpo/sequence/top_entropy_0.25", loss_type="grpo", importance_sampling_level="sequence",
+        top_entropy_quantile=0.25)
+    add("dapo/top_entropy_0", top_entropy_quantile=0.0)
+    add("sapo/top_entropy_0.4", loss_type="sapo", top_entropy_quantile=0.4, beta=0.04)
     # rookscript's own conventions.
     add("own/grpo", trl_compat=False, loss_type="grpo", beta=0.04)
     add("own/grpo/drop_zero_std/mask_truncated", trl_compat=False, loss_type="grpo", beta=0.04, drop_zero_std=True,
@@ -211,6 +254,8 @@ def cases():
     add("own/dapo/drop_zero_std", trl_compat=False, beta=0.04, drop_zero_std=True)
     add("own/grpo/entropy", trl_compat=False, loss_type="grpo", entropy_coef=0.01, mask_truncated_completions=True)
     add("own/dapo/scale_batch/sequence", trl_compat=False, scale_rewards="batch", importance_sampling_level="sequence")
+    add("own/grpo/top_entropy_0.2/entropy", trl_compat=False, loss_type="grpo", top_entropy_quantile=0.2,
+        entropy_coef=0.01, drop_zero_std=True)
     return out
 
 
@@ -243,7 +288,8 @@ def rounded(x):
 def main():
     inp = make_inputs()
     doc = {
-        "about": "written by gen_trl_fixture.py: TRL v1.9.0 GRPO loss semantics, see its docstring",
+        "about": "written by gen_trl_fixture.py: TRL v1.9.0 GRPO loss semantics, cispo, sapo and "
+                 "top_entropy_quantile as TRL v1.10.0.dev0 (f2cd577), see its docstring",
         "group": G, "max_completion_length": L,
         "inputs": {k: rounded(v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inp.items() if k != "mask"},
         "cases": [],
