@@ -2,7 +2,6 @@ package luabind
 
 import (
 	"fmt"
-	"reflect"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -85,7 +84,7 @@ func (e *Env) adamMethods() map[string]lua.LGFunction {
 		// opt:options() → the optimizer's settings under their canonical names.
 		"options": func(L *lua.LState) int {
 			a := checkAdam(L, 1)
-			L.Push(structTable(L, reflect.ValueOf(adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule})))
+			L.Push(fromGo(L, record(adamwOptions{AdamWConfig: a.o.Config, Schedule: a.o.Schedule})))
 			return 1
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ func luaGRPODefaults(L *lua.LState) int {
 	if err != nil {
 		L.RaiseError("rook.grpo.defaults: %s", err.Error())
 	}
-	L.Push(structTable(L, reflect.ValueOf(c).Elem()))
+	L.Push(fromGo(L, record(c)))
 	return 1
 }
 

@@ -261,41 +261,6 @@ func shownLua(x lua.LValue) string {
 	return "a " + describe(x)
 }
 
-// structTable renders a settings struct as a Lua table under canonical names: nested
-// structs as sub-tables, slices as lists.
-func structTable(L *lua.LState, v reflect.Value) *lua.LTable {
-	s := schemaOf(v.Type())
-	t := L.CreateTable(0, len(s.names))
-	for _, name := range s.names {
-		t.RawSetString(name, luaValue(L, v.FieldByIndex(s.fields[name].index)))
-	}
-	return t
-}
-
-func luaValue(L *lua.LState, f reflect.Value) lua.LValue {
-	switch f.Kind() {
-	case reflect.Float64, reflect.Float32:
-		return lua.LNumber(f.Float())
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		return lua.LNumber(f.Int())
-	case reflect.Uint64, reflect.Uint32, reflect.Uint:
-		return lua.LNumber(f.Uint())
-	case reflect.Bool:
-		return lua.LBool(f.Bool())
-	case reflect.String:
-		return lua.LString(f.String())
-	case reflect.Struct:
-		return structTable(L, f)
-	case reflect.Slice:
-		t := L.CreateTable(f.Len(), 0)
-		for i := range f.Len() {
-			t.Append(luaValue(L, f.Index(i)))
-		}
-		return t
-	}
-	return lua.LNil
-}
-
 // didYouMean proposes the closest of known to a misspelt key.
 func didYouMean(key string, known []string) string {
 	best, bestD := "", 3

@@ -159,14 +159,14 @@ func TestDecodeNestedListsAndNamedStrings(t *testing.T) {
 	}
 }
 
-// TestStructTableNested: structTable renders nested structs as sub-tables and slices as
-// lists, and decoding what it renders gives the config back.
-func TestStructTableNested(t *testing.T) {
+// TestRecordTableNested: a config's record, as a Lua table, has nested structs as sub-tables
+// and slices as lists, and decoding it gives the config back.
+func TestRecordTableNested(t *testing.T) {
 	L := lua.NewState()
 	defer L.Close()
 	want := rookworld.DefaultRewardConfig()
 	want.Policy.Eval, want.RankCredit, want.Shaping = 0.3, []float64{1, 0.25, 0}, rookworld.ShapeStrict
-	tbl := structTable(L, reflect.ValueOf(want))
+	tbl := fromGo(L, record(want)).(*lua.LTable)
 	if p, ok := tbl.RawGetString("policy").(*lua.LTable); !ok || p.RawGetString("eval") != lua.LNumber(0.3) {
 		t.Fatalf("policy = %v", tbl.RawGetString("policy"))
 	}
