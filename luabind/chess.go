@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -350,6 +351,20 @@ func scorer(L *lua.LState, n int, what string) *rookworld.Scorer {
 	return s
 }
 
+// overlongFits is rook.config's check of a reward section's soft_overlong against the rollout
+// section's max_new_tokens (each a resolved section, or nil where the config has none): a
+// length no completion reaches is a *ConfigError naming it, before any work.
+func overlongFits(reward, roll any) error {
+	rw, ok := reward.(*rookworld.RewardConfig)
+	r, both := roll.(*rollout.Config)
+	var oe *rookworld.OverlongError
+	if !ok || !both || !errors.As(rw.SoftOverlong.Fits(r.MaxNewTokens), &oe) {
+		return nil
+	}
+	return &ConfigError{Key: "reward." + oe.Key, Value: oe.Value, Reason: fmt.Sprintf(
+		"must be ≤ rollout.max_new_tokens (%d): no completion is longer, got %d", oe.MaxNewTokens, oe.Value)}
+}
+
 // optEngine reads argument n of call: nil, or a rook.stockfish.
 func optEngine(L *lua.LState, n int, call string) *stockfish.Pool {
 	if L.Get(n) == lua.LNil {
@@ -366,28 +381,36 @@ func optEngine(L *lua.LState, n int, call string) *stockfish.Pool {
 
 // rook.reward.chess(batch [, settings [, engine]]) scores every completion with the RookWorld
 // rewards (settings: rookworld.RewardConfig's, a table or a reward section; engine: the
-// rook.stockfish that judges P: answers), each by its prompt's item on the batch, sets the
-// batch's rewards and components (policy/<name>, env/<name>, malformed, partial, illegal) and returns
-// {mean=, p_count=, a_count=, malformed=, components={name = mean}}.
+// rook.stockfish that judges P: answers), each by its prompt's item on the batch and its
+// length within the batch's max_new_tokens (soft_overlong), sets the batch's rewards and
+// components (policy/<name>, env/<name>, malformed, partial, illegal, and overlong where
+// soft_overlong is on) and returns {mean=, p_count=, a_count=, malformed=,
+// components={name = mean}}.
 func luaRewardChess(L *lua.LState) int {
 	b := checkBatch(L, 1)
 	s := scorer(L, 2, "rook.reward.chess")
+	overlong := s.Config().SoftOverlong
+	if err := overlong.Fits(b.b.MaxNewTokens); err != nil { // once for the batch, before any scoring
+		L.RaiseError("rook.reward.chess: reward.%s", err.Error())
+	}
 	ins := make([]rookworld.Input, len(b.b.Completions))
 	for i, c := range b.b.Completions {
 		ins[i] = b.items[c.Prompt].input(c.Text, c.Truncated)
+		ins[i].Tokens, ins[i].MaxNewTokens = len(c.Tokens), b.b.MaxNewTokens
 	}
 	res, err := s.ScoreBatch(L.Context(), ins)
 	if err != nil {
 		L.RaiseError("rook.reward.chess: %s", err.Error())
 	}
-	setChessRewards(b.b, res)
+	setChessRewards(b.b, res, overlong.On())
 	L.Push(rewardSummary(L, b.b, res))
 	return 1
 }
 
 // setChessRewards stores totals and per-task components (NaN where a component does not
-// apply to a completion's task, so their means cover only their own task).
-func setChessRewards(b *rollout.Batch, res []rookworld.Result) {
+// apply to a completion's task, so their means cover only their own task), and with overlong
+// each completion's soft overlong penalty.
+func setChessRewards(b *rollout.Batch, res []rookworld.Result, overlong bool) {
 	n := len(res)
 	b.Rewards = make([]float64, n)
 	b.Components = map[string][]float64{}
@@ -414,6 +437,9 @@ func setChessRewards(b *rollout.Batch, res []rookworld.Result) {
 		comp("malformed")[i] = boolNum(r.Malformed)
 		comp("partial")[i] = boolNum(r.Partial)
 		comp("illegal")[i] = boolNum(r.Illegal)
+		if overlong {
+			comp("overlong")[i] = r.Overlong
+		}
 	}
 }
 
@@ -510,6 +536,7 @@ func (e *Env) luaEval(L *lua.LState) int {
 	defer scoring.done()
 	ins := make([]rookworld.Input, len(b.Completions))
 	for i, c := range b.Completions {
+		// No length or budget: soft_overlong shapes training rewards, not the answers' scores.
 		ins[i] = share[c.Prompt].input(c.Text, c.Truncated)
 	}
 	mine, err := s.ScoreBatch(L.Context(), ins)

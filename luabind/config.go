@@ -141,7 +141,7 @@ func (e *Env) luaConfig(L *lua.LState) int {
 	if err != nil {
 		raiseConfig(L, err)
 	}
-	out, rec := L.NewTable(), map[string]any{"provenance": c.prov}
+	out, rec, read := L.NewTable(), map[string]any{"provenance": c.prov}, map[string]any{}
 	for _, k := range sortedKeys(values) {
 		rec[k] = values[k]
 		if s := sectionNamed(k); s != nil {
@@ -149,7 +149,7 @@ func (e *Env) luaConfig(L *lua.LState) int {
 			if err != nil {
 				raiseConfig(L, err)
 			}
-			rec[k] = record(p)
+			rec[k], read[k] = record(p), p
 			if roll, ok := p.(*rollout.Config); ok && values["grpo"] != nil { // a GRPO step compares a rollout's groups
 				if err := grpo.CheckGroup(roll.Group); err != nil {
 					raiseConfig(L, &ConfigError{Key: "rollout.group", Reason: err.Error()})
@@ -157,6 +157,9 @@ func (e *Env) luaConfig(L *lua.LState) int {
 			}
 		}
 		out.RawSetString(k, fromGo(L, rec[k]))
+	}
+	if err := overlongFits(read["reward"], read["rollout"]); err != nil { // its lengths within the rollout's budget
+		raiseConfig(L, err)
 	}
 	fixed, err := checkRules(L, e.guard, values, L.OptTable(2, nil))
 	if err != nil {

@@ -1,7 +1,9 @@
 package luabind
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +133,58 @@ func TestConfigSectionsAndRules(t *testing.T) {
 			out, err := runLua(t, Options{Args: c.args, Recipe: recipe}, "", "")
 			checkConfigOutcome(t, strings.TrimSpace(out), err, c.want, c.key, c.from)
 		})
+	}
+}
+
+// TestConfigSoftOverlong: reward.soft_overlong is a setting of the reward section, recorded
+// with the config like every other, and a length longer than the rollout's max_new_tokens is
+// refused by rook.config, before any work, as a *ConfigError naming the setting.
+func TestConfigSoftOverlong(t *testing.T) {
+	dir := t.TempDir()
+	recipe := filepath.Join(dir, "train.lua")
+	os.WriteFile(recipe, []byte(`
+		local rook = require("rook")
+		local cfg = rook.config{ rollout = { max_new_tokens = 72 }, reward = { malformed = -0.3 } }
+		local o = cfg.reward.soft_overlong
+		print(o.max_completion_len, o.soft_punish_cache, o.penalty_factor)
+	`), 0o644)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // the output; "" for an error naming key
+		key  string
+	}{
+		{"off by default", nil, "0	0	1", ""},
+		{"set by its section", []string{"reward.soft_overlong.soft_punish_cache=24", "reward.soft_overlong.penalty_factor=0.5"}, "0	24	0.5", ""},
+		{"set by its own name", []string{"soft_punish_cache=24", "max_completion_len=72"}, "72	24	1", ""},
+		{"cache longer than max_new_tokens", []string{"soft_punish_cache=73"}, "", "reward.soft_overlong.soft_punish_cache"},
+		{"max longer than max_new_tokens", []string{"max_completion_len=80"}, "", "reward.soft_overlong.max_completion_len"},
+		{"max_new_tokens shorter than the cache", []string{"soft_punish_cache=24", "rollout.max_new_tokens=16"}, "", "reward.soft_overlong.soft_punish_cache"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			e, err := New(Options{Args: c.args, Recipe: recipe, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			err = e.RunFile(context.Background(), recipe)
+			checkConfigOutcome(t, strings.TrimSpace(out.String()), err, c.want, c.key, "") // a check across sections: no one source
+			if c.want == "" {
+				return
+			}
+			rec, _ := e.config["reward"].(map[string]any)["soft_overlong"].(map[string]any)
+			if got := fmt.Sprintf("%v\t%v\t%v", rec["max_completion_len"], rec["soft_punish_cache"], rec["penalty_factor"]); got != c.want {
+				t.Errorf("recorded soft_overlong %v, want %s", rec, c.want)
+			}
+		})
+	}
+	for _, arg := range []string{"penalty_factor=-1", "soft_punish_cache=-1"} {
+		_, err := runLua(t, Options{Args: []string{arg}, Recipe: recipe}, "", "")
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "reward: soft_overlong."+strings.Split(arg, "=")[0]+" must be") {
+			t.Errorf("%s: %v, want a *ConfigError naming the setting", arg, err)
+		}
 	}
 }
 

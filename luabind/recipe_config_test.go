@@ -49,6 +49,8 @@ func TestRecipeConfigRejectedBeforeWork(t *testing.T) {
 		{"stockfish.workers=0", "stockfish: workers must be ≥ 1, got 0", false},
 		{"malformed=20", "reward: malformed must be in [-10, 10], got 20", false},
 		{"reward.malformed=nan", `command line: reward.malformed: want a finite number, got "nan"`, false},
+		{"soft_punish_cache=100000", "reward.soft_overlong.soft_punish_cache must be ≤ rollout.max_new_tokens (", false},
+		{"penalty_factor=-1", "reward: soft_overlong.penalty_factor must be a finite number ≥ 0, got -1", false},
 		{"micro_batch=-1", "grpo: micro_batch must be ≥ 0, got -1", false},
 		{"save_every=0", "save_every must be an integer ≥ 1, got 0", false},
 		{"keep=0", "keep must be an integer ≥ 1, got 0", false},

@@ -154,6 +154,8 @@ end
 --- soft_overlong(lengths, max_len, cache) → penalties: DAPO's soft overlong punishment (Eq. 13;
 --- TRL's get_soft_overlong_punishment, v1.10.0.dev0), a reward to add to each completion's:
 --- 0 up to max_len − cache tokens, ((max_len − cache) − L)/cache between, −1 beyond max_len.
+--- rook.reward.chess adds it itself with the reward setting soft_overlong; this is for recipes
+--- that score with rewards of their own.
 function M.soft_overlong(lengths, max_len, cache)
   if type(max_len) ~= "number" or max_len < 1 or max_len % 1 ~= 0 then
     error("advantages.soft_overlong: max_len must be an integer >= 1, got " .. tostring(max_len), 2)

@@ -130,7 +130,12 @@
 // FEN weight on fen_ranks), so that well-formed > partly parsed >
 // unparseable and every total lies in [F, 1]; without it, F. Validate refuses
 // PartialCredit where F is not below L. Components are reported
-// either way (Result.Components, Components.Map). For a fixed depth the
+// either way (Result.Components, Components.Map). A sampled completion (one
+// whose Input gives its Tokens and MaxNewTokens) also gets SoftOverlong's
+// penalty by its length (DAPO's soft overlong punishment, off by default),
+// added to its total and kept in Result.Overlong: totals then lie in
+// [F − penalty_factor, 1], and the classes keep their order among answers of
+// one length. For a fixed depth the
 // rewards are deterministic. An empty batch gives an empty result; an answer
 // that cannot be scored (bad prompt, engine failure) carries Error and makes
 // the batch call return an error naming its index, so nothing is silently

@@ -199,7 +199,10 @@ func TestPartialCreditConfig(t *testing.T) {
 // reward settings and random mutations of right answers (fields dropped, corrupted, swapped,
 // cut), every total lies in [malformed, 1], an unparseable answer gets exactly the floor, and
 // every well-formed answer outranks every partly parsed one, which outranks every
-// unparseable one. Each class must occur, or the test proves nothing.
+// unparseable one. With the soft overlong punishment on (half the settings, each answer a
+// random length) every total lies in [malformed − penalty_factor, 1], its penalty is the
+// length's alone, and the rest keeps the order: the classes rank so among answers of one
+// length. Each class must occur, or the test proves nothing.
 func TestRewardOrdering(t *testing.T) {
 	pool := newTestPool(t, stockfish.Config{Depth: 4})
 	ctx := context.Background()
@@ -210,17 +213,17 @@ func TestRewardOrdering(t *testing.T) {
 		perfect, _ := perfectPolicy(t, pool, fen)
 		pos := chess.MustParseFEN(fen)
 		for range 40 {
-			ins = append(ins, Input{Prompt: PolicyPrompt(fen, true), Completion: mutatePolicy(rng, perfect, pos), Truncated: rng.IntN(10) == 0})
+			ins = append(ins, sampled(rng, Input{Prompt: PolicyPrompt(fen, true), Completion: mutatePolicy(rng, perfect, pos), Truncated: rng.IntN(10) == 0}))
 		}
 		for _, m := range pos.LegalMoves()[:3] {
 			r, _ := EnvStep(fen, m)
 			for range 15 {
-				ins = append(ins, Input{Prompt: EnvPrompt(fen, m, nil), Completion: mutateEnv(rng, r.Completion()), Truncated: rng.IntN(10) == 0})
+				ins = append(ins, sampled(rng, Input{Prompt: EnvPrompt(fen, m, nil), Completion: mutateEnv(rng, r.Completion()), Truncated: rng.IntN(10) == 0}))
 			}
 		}
 	}
 	seen := map[Task]*[3]int{TaskPolicy: {}, TaskEnv: {}}
-	valid := 0
+	valid, punished := 0, 0
 	for trial := 0; valid < 25; trial++ {
 		if trial > 2000 {
 			t.Fatalf("only %d of %d random reward settings are valid", valid, trial)
@@ -230,6 +233,9 @@ func TestRewardOrdering(t *testing.T) {
 			continue
 		}
 		valid++
+		if rng.IntN(2) == 0 {
+			cfg.SoftOverlong = randomSoftOverlong(rng)
+		}
 		s, err := NewScorer(pool, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -243,12 +249,20 @@ func TestRewardOrdering(t *testing.T) {
 		spans := map[Task]*[3]span{}
 		for i, r := range rs {
 			k := classOf(cfg, r.Components.Format, ins[i].Truncated)
-			if r.Total < cfg.MalformedFloor || r.Total > 1 {
-				t.Fatalf("%+v\n%q: total %v outside [malformed %v, 1]", cfg, ins[i].Completion, r.Total, cfg.MalformedFloor)
+			o := cfg.SoftOverlong
+			if lo := cfg.MalformedFloor - o.PenaltyFactor*b2f(o.On()); r.Total < lo || r.Total > 1 {
+				t.Fatalf("%+v\n%q: total %v outside [malformed %v − penalty, 1]", cfg, ins[i].Completion, r.Total, cfg.MalformedFloor)
 			}
-			if k == unparseable && r.Total != cfg.MalformedFloor || r.Partial != (k == partlyParsed) {
+			if want := o.Penalty(ins[i].Tokens, ins[i].MaxNewTokens); r.Overlong != want || !o.On() && r.Overlong != 0 {
+				t.Fatalf("%+v\n%d tokens: overlong %v, want %v", o, ins[i].Tokens, r.Overlong, want)
+			}
+			if k == unparseable && r.Total != cfg.MalformedFloor+r.Overlong || r.Partial != (k == partlyParsed) {
 				t.Fatalf("%+v\n%q (%s): total %v, partial %v", cfg, ins[i].Completion, classNames[k], r.Total, r.Partial)
 			}
+			if r.Overlong < 0 {
+				punished++
+			}
+			r.Total -= r.Overlong // the answer's own total: what the classes order
 			sp := spans[r.Task]
 			if sp == nil {
 				sp = &[3]span{{math.Inf(1), math.Inf(-1)}, {math.Inf(1), math.Inf(-1)}, {math.Inf(1), math.Inf(-1)}}
@@ -263,6 +277,9 @@ func TestRewardOrdering(t *testing.T) {
 			}
 		}
 	}
+	if punished == 0 {
+		t.Error("no answer was punished for its length: the bound with the penalty is untested")
+	}
 	for task, n := range seen {
 		for k, c := range n {
 			if c == 0 {
@@ -270,6 +287,25 @@ func TestRewardOrdering(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sampled gives in a random length within a budget of 72 tokens, as a rollout would: a cut
+// answer used the whole budget.
+func sampled(rng *rand.Rand, in Input) Input {
+	in.MaxNewTokens, in.Tokens = 72, 1+rng.IntN(72)
+	if in.Truncated {
+		in.Tokens = in.MaxNewTokens
+	}
+	return in
+}
+
+// randomSoftOverlong draws a soft overlong punishment that fits a budget of 72 tokens.
+func randomSoftOverlong(rng *rand.Rand) SoftOverlong {
+	o := SoftOverlong{SoftPunishCache: rng.IntN(73), PenaltyFactor: 2 * rng.Float64()}
+	if rng.IntN(2) == 0 {
+		o.MaxCompletionLen = o.SoftPunishCache + rng.IntN(73-o.SoftPunishCache)
+	}
+	return o
 }
 
 // randomRewardConfig draws reward settings: weights (some 0), floors, credits and shaping; the

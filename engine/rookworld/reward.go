@@ -56,13 +56,15 @@ type RewardConfig struct {
 	TruncatedFloor bool          `json:"truncated_floor"` // answers cut by max_new_tokens get MalformedFloor
 	PartialCredit  bool          `json:"partial_credit"`  // answers that parse in part are graded below every well-formed total (PartialTotal)
 	Depth          int           `json:"depth"`           // search depth; 0 = the pool's
+	SoftOverlong   SoftOverlong  `json:"soft_overlong"`   // a penalty by a sampled completion's length (DAPO), added to its total
 }
 
 // DefaultRewardConfig returns the defaults: weights summing to one, malformed
 // floor −0.3 (−1.0 drove NaNs in earlier systems), illegal floor −0.1, rank
 // credit 1.0 / 0.7 / 0.7 / 0.5 / 0.5, legal credit 0.1, eval clip 2 pawns,
 // exact FEN credit, linear shaping, truncated answers floored, answers that
-// parse in part graded between the floor and every well-formed total.
+// parse in part graded between the floor and every well-formed total, no soft
+// overlong punishment.
 func DefaultRewardConfig() RewardConfig {
 	return RewardConfig{
 		Policy:         PolicyWeights{Format: 0.05, MovesLegal: 0.1, BestRank: 0.45, Candidates: 0.2, Eval: 0.2},
@@ -75,6 +77,7 @@ func DefaultRewardConfig() RewardConfig {
 		Shaping:        ShapeLinear,
 		TruncatedFloor: true,
 		PartialCredit:  true,
+		SoftOverlong:   DefaultSoftOverlong(),
 	}
 }
 
@@ -121,6 +124,9 @@ func (c RewardConfig) Validate() error {
 	}
 	if c.Depth < 0 || c.Depth > 100 {
 		errs = append(errs, fmt.Errorf("depth must be in [0, 100] (0: the pool's), got %d", c.Depth))
+	}
+	if err := c.SoftOverlong.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 && c.PartialCredit {
 		// The partial region lies between the floor and the worst well-formed answer: it must exist.
@@ -206,6 +212,7 @@ type Result struct {
 	Partial    bool       `json:"partial"`   // malformed but parsed in part, and graded so (PartialCredit)
 	Illegal    bool       `json:"illegal"`   // policy: B: is not a legal move
 	Truncated  bool       `json:"truncated"`
+	Overlong   float64    `json:"overlong,omitempty"` // the soft overlong penalty (≤ 0) Total includes
 	Problems   []string   `json:"problems,omitempty"`
 	// Policy: what the answer was judged against.
 	EngineBest  string   `json:"engine_best,omitempty"`
@@ -233,14 +240,18 @@ type Detail struct {
 // max_new_tokens rather than ended by the stop token or a stop. For an A: prompt,
 // StartFEN and History may give the game that led to the prompt's position
 // (as Item has them; HistoryFor gives them where the answer needs them), which
-// then judges repetition; without them the bare FEN is judged. The input
+// then judges repetition; without them the bare FEN is judged. A sampled
+// completion gives its length and budget (Tokens, MaxNewTokens), which
+// SoftOverlong punishes; with MaxNewTokens 0 the text alone is judged. The input
 // carries all its judgement needs: the scorer keeps no memory of prompts.
 type Input struct {
-	Prompt     string   `json:"prompt"`
-	Completion string   `json:"completion"`
-	Truncated  bool     `json:"truncated"`
-	StartFEN   string   `json:"start_fen,omitempty"`
-	History    []string `json:"history,omitempty"`
+	Prompt       string   `json:"prompt"`
+	Completion   string   `json:"completion"`
+	Truncated    bool     `json:"truncated"`
+	StartFEN     string   `json:"start_fen,omitempty"`
+	History      []string `json:"history,omitempty"`
+	Tokens       int      `json:"tokens,omitempty"`         // the completion's tokens, the stop token included
+	MaxNewTokens int      `json:"max_new_tokens,omitempty"` // the budget it was sampled under; 0: not a sampled completion
 }
 
 // Scorer computes rewards. Policy answers need the pool; environment answers
@@ -274,14 +285,25 @@ func (s *Scorer) Score(ctx context.Context, in Input) (Result, error) {
 	if err != nil {
 		return Result{Error: err.Error()}, err
 	}
+	o := s.cfg.SoftOverlong
+	sampled := in.MaxNewTokens > 0 // its length is judged too
+	if sampled {
+		err = o.Fits(in.MaxNewTokens)
+	}
 	var r Result
-	if task == TaskEnv {
+	switch {
+	case err != nil:
+	case task == TaskEnv:
 		r, err = s.scoreEnv(in)
-	} else {
+	default:
 		r, err = s.scorePolicy(ctx, in)
 	}
 	if err != nil {
 		return Result{Task: task, Error: err.Error()}, err
+	}
+	if sampled && o.On() { // off, a total is left exactly as it was
+		r.Overlong = o.Penalty(in.Tokens, in.MaxNewTokens)
+		r.Total += r.Overlong
 	}
 	return r, nil
 }

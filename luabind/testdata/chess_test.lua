@@ -108,6 +108,35 @@ function T.test_reward_chess_on_a_rollout()
   check.errors(function() rook.reward.chess(b, { engine = sf }) end, 'unknown option "engine"')
 end
 
+-- reward.soft_overlong: DAPO's soft overlong punishment, by each completion's length within the
+-- batch's max_new_tokens, added to its total and reported as the component overlong; off by
+-- default; a length longer than the batch's max_new_tokens is refused, naming the setting.
+function T.test_reward_chess_soft_overlong()
+  local data = rook.positions{ path = EPD, task = "env", seed = 1 } -- A: prompts: no engine needed
+  local b = rook.load("random:tiny"):rollout(data:next(2), { group = 2, max_new_tokens = 8, seed = 1 })
+  check.eq(rook.reward.chess(b).components.overlong, nil, "off by default: no overlong component")
+  local base = b:rewards()
+  -- cache 8 = max_new_tokens: every token is punished, 0.5 · (0 − n)/8.
+  local s = rook.reward.chess(b, { soft_overlong = { soft_punish_cache = 8, penalty_factor = 0.5 } })
+  local r, sum = b:rewards(), 0
+  for i = 1, b.size do
+    local pen = 0.5 * ((0 - b[i].tokens) / 8)
+    check.near(r[i], base[i] + pen, 1e-12, "completion " .. i .. " of " .. b[i].tokens .. " tokens")
+    sum = sum + pen
+  end
+  check.truthy(sum < 0, "the penalty shifts the totals")
+  check.near(s.components.overlong, sum / b.size, 1e-12, "components.overlong: the mean penalty")
+  check.near(s.mean, (sum + base[1] + base[2] + base[3] + base[4]) / b.size, 1e-12, "the mean total")
+  check.errors(function() rook.reward.chess(b, { soft_overlong = { soft_punish_cache = 9 } }) end,
+    "rook.reward.chess: reward.soft_overlong.soft_punish_cache (9) is longer than max_new_tokens (8)")
+  check.errors(function() rook.reward.chess(b, { soft_overlong = { max_completion_len = 12, soft_punish_cache = 4 } }) end,
+    "rook.reward.chess: reward.soft_overlong.max_completion_len (12) is longer than max_new_tokens (8)")
+  check.errors(function() rook.reward.chess(b, { soft_overlong = { soft_punish_cache = 1.5 } }) end,
+    'option "soft_overlong.soft_punish_cache": want an integer')
+  check.errors(function() rook.reward.chess(b, { soft_overlong = { soft_punish_cache = 4, penalty_factor = -1 } }) end,
+    "soft_overlong.penalty_factor must be a finite number ≥ 0, got -1")
+end
+
 -- Reward options are rookworld.RewardConfig's settings: nested weights over their defaults,
 -- lists, named shapings; an older name is refused with the new one; errors name the key by
 -- its path.
