@@ -49,7 +49,15 @@ type KV struct {
 type AdamW struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32
 	Step                               int // 1-based step used for bias correction
+	// NoDecay are the spans of p that take no weight decay (biases and LayerNorm gains, in
+	// most GPT-2 trainers), sorted and disjoint, so that one call updates every tensor
+	// whatever its decay.
+	NoDecay []Span
 }
+
+// Span is the run of elements [Off, Off+N) of a buffer: one tensor of a flat parameter or
+// gradient buffer.
+type Span struct{ Off, N int }
 
 // Backend is the set of kernels GPT-2 needs. Shapes: n rows, c input channels, oc output
 // channels, v vocabulary, nh heads. See the package documentation for conventions.
@@ -126,10 +134,16 @@ type Backend interface {
 	// slot it shares a prefix with (KV.Shared), if it does.
 	AttentionDecode(out, qkv Buf, kv KV, slot, pos I32, n, nh, c int)
 
-	// AdamW updates p in place from gradient g and moments m, v.
+	// AdamW updates p in place from gradient g and moments m, v; elements in h.NoDecay
+	// update as with WeightDecay 0.
 	AdamW(p, g, m, v Buf, h AdamW)
 	// SumSquares returns Σ x² in float64 (non-finite if any element is).
 	SumSquares(b Buf) float64
+	// SumSquaresMany writes out[i] = Σ x² over spans[i] of b, in float64 (non-finite where an
+	// element is): the squared norms of every tensor of a gradient in one call, which a device
+	// computes in one pass and copies to the host once rather than once a tensor. Each value
+	// has the bits SumSquares gives for that span alone on the same backend.
+	SumSquaresMany(b Buf, spans []Span, out []float64)
 }
 
 // RankSummer is a backend that sums a buffer over the ranks of a data-parallel run where the

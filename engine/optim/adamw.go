@@ -52,14 +52,8 @@ type AdamW struct {
 	Steps    int         // updates applied so far: the schedule's clock
 	M, V     backend.Buf // first and second moments, Layout order
 
-	model  *gpt2.Model
-	groups []group
-}
-
-// group is a run of consecutive tensors with the same decay setting.
-type group struct {
-	off, size int
-	decay     bool
+	model   *gpt2.Model
+	noDecay []backend.Span // runs of consecutive tensors that take no weight decay
 }
 
 // NewAdamW creates zeroed optimizer state for m.
@@ -70,12 +64,14 @@ func NewAdamW(m *gpt2.Model, cfg AdamWConfig) (*AdamW, error) {
 	m.EnsureGrads()
 	o := &AdamW{Config: cfg, Schedule: ConstantSchedule(), model: m, M: m.B.Alloc(m.Layout.Total), V: m.B.Alloc(m.Layout.Total)}
 	for _, t := range m.Layout.Tensors {
-		decay := cfg.DecayAll || t.IsMatrix()
-		if n := len(o.groups); n > 0 && o.groups[n-1].decay == decay {
-			o.groups[n-1].size += t.Size
+		if cfg.DecayAll || t.IsMatrix() {
 			continue
 		}
-		o.groups = append(o.groups, group{off: t.Off, size: t.Size, decay: decay})
+		if n := len(o.noDecay); n > 0 && o.noDecay[n-1].Off+o.noDecay[n-1].N == t.Off {
+			o.noDecay[n-1].N += t.Size
+			continue
+		}
+		o.noDecay = append(o.noDecay, backend.Span{Off: t.Off, N: t.Size})
 	}
 	return o, nil
 }
@@ -108,19 +104,13 @@ func (o *AdamW) ScaleLR(f float64) error {
 }
 
 // Step applies one update with learning rate lr from the model's current gradients; a
-// caller that follows the schedule passes LR().
+// caller that follows the schedule passes LR(). It is one backend call over every tensor,
+// one kernel on a device.
 func (o *AdamW) Step(lr float64) {
 	o.Steps++
 	m, c := o.model, o.Config
-	for _, g := range o.groups {
-		wd := 0.0
-		if g.decay {
-			wd = c.WeightDecay
-		}
-		m.B.AdamW(m.Params.Slice(g.off, g.size), m.Grads.Slice(g.off, g.size),
-			o.M.Slice(g.off, g.size), o.V.Slice(g.off, g.size),
-			backend.AdamW{LR: float32(lr), Beta1: float32(c.Beta1), Beta2: float32(c.Beta2),
-				Eps: float32(c.Eps), WeightDecay: float32(wd), Step: o.Steps})
-	}
+	m.B.AdamW(m.Params, m.Grads, o.M, o.V,
+		backend.AdamW{LR: float32(lr), Beta1: float32(c.Beta1), Beta2: float32(c.Beta2),
+			Eps: float32(c.Eps), WeightDecay: float32(c.WeightDecay), Step: o.Steps, NoDecay: o.noDecay})
 	m.ParamsWritten()
 }

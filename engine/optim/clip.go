@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/gpt2"
 )
 
@@ -18,14 +19,21 @@ type GradNorms struct {
 func (g GradNorms) Finite() bool { return !math.IsNaN(g.Total) && !math.IsInf(g.Total, 0) }
 
 // Norms computes the gradient norms of m, per tensor and summed in Layout order (a fixed
-// order, so the result is deterministic).
+// order, so the result is deterministic). The tensors' sums of squares come from one backend
+// call: on a device, one reduction and one copy to the host per update, not one a tensor.
 func Norms(m *gpt2.Model) GradNorms {
 	m.EnsureGrads()
 	cfg := m.Config
+	spans := make([]backend.Span, len(m.Layout.Tensors))
+	for i, t := range m.Layout.Tensors {
+		spans[i] = backend.Span{Off: t.Off, N: t.Size}
+	}
+	sums := make([]float64, len(spans))
+	m.B.SumSquaresMany(m.Grads, spans, sums)
 	sq := make([]float64, cfg.NumLayers)
 	var embed, lnf, total float64
-	for _, t := range m.Layout.Tensors {
-		s := m.B.SumSquares(m.Grads.Slice(t.Off, t.Size))
+	for i, t := range m.Layout.Tensors {
+		s := sums[i]
 		total += s
 		switch {
 		case t.Layer >= 0:

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -22,18 +23,30 @@ func (j *adamJob) run(_, lo, hi int) {
 
 func (c *CPU) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
 	sameLen("AdamW", p, g, m, v)
+	checkSpans("AdamW", p.N, h.NoDecay, true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	bc1 := 1 - math.Pow(float64(h.Beta1), float64(h.Step))
 	bc2 := 1 - math.Pow(float64(h.Beta2), float64(h.Step))
-	c.adam = adamJob{
-		p: p.F32(), g: g.F32(), m: m.F32(), v: v.F32(),
+	job := adamJob{
 		b1: h.Beta1, b2: h.Beta2, eps: h.Eps,
-		decay:      1 - h.LR*h.WeightDecay,
 		step:       float32(float64(h.LR) / bc1),
 		invSqrtBC2: float32(1 / math.Sqrt(bc2)),
 	}
-	c.pool.run(&c.adam, p.N, adamGrain)
+	// The update is elementwise, so a run at a time gives the bits of one pass.
+	run := func(lo, hi int, decay float32) {
+		c.adam = job
+		c.adam.p, c.adam.g, c.adam.m, c.adam.v = p.F32()[lo:hi], g.F32()[lo:hi], m.F32()[lo:hi], v.F32()[lo:hi]
+		c.adam.decay = decay
+		c.pool.run(&c.adam, hi-lo, adamGrain)
+	}
+	decay, at := 1-h.LR*h.WeightDecay, 0
+	for _, s := range h.NoDecay {
+		run(at, s.Off, decay)
+		run(s.Off, s.Off+s.N, 1) // 1 − lr·0
+		at = s.Off + s.N
+	}
+	run(at, p.N, decay)
 	c.adam = adamJob{}
 }
 
@@ -64,13 +77,45 @@ func (j *sumSquaresJob) run(_, lo, hi int) {
 func (c *CPU) SumSquares(b backend.Buf) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	part := c.partialsFor(chunkCount(b.N, sqGrain))
-	c.sq = sumSquaresJob{x: b.F32(), out: part}
-	c.pool.run(&c.sq, b.N, sqGrain)
+	return c.sumSquares(b.F32())
+}
+
+// SumSquaresMany is SumSquares over each span in turn: on the CPU a call costs nothing, and
+// the same reduction keeps every norm's bits.
+func (c *CPU) SumSquaresMany(b backend.Buf, spans []backend.Span, out []float64) {
+	if len(out) != len(spans) {
+		panic("cpu: SumSquaresMany: out and spans differ in length")
+	}
+	checkSpans("SumSquaresMany", b.N, spans, false)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x := b.F32()
+	for i, s := range spans {
+		out[i] = c.sumSquares(x[s.Off : s.Off+s.N])
+	}
+}
+
+// sumSquares is Σx² over chunks of sqGrain, added in order; c.mu is held.
+func (c *CPU) sumSquares(x []float32) float64 {
+	part := c.partialsFor(chunkCount(len(x), sqGrain))
+	c.sq = sumSquaresJob{x: x, out: part}
+	c.pool.run(&c.sq, len(x), sqGrain)
 	c.sq = sumSquaresJob{}
 	var s float64
 	for _, v := range part {
 		s += v
 	}
 	return s
+}
+
+// checkSpans panics on a span outside [0, n), or, where sorted is set, one that starts before
+// the previous one ends.
+func checkSpans(op string, n int, spans []backend.Span, sorted bool) {
+	end := 0
+	for _, s := range spans {
+		if s.Off < 0 || s.N < 0 || s.Off+s.N > n || (sorted && s.Off < end) {
+			panic(fmt.Sprintf("cpu: %s: span [%d, %d) outside %d elements or out of order", op, s.Off, s.Off+s.N, n))
+		}
+		end = s.Off + s.N
+	}
 }

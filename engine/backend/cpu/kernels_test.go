@@ -694,6 +694,73 @@ func TestSumSquaresAndDeterminism(t *testing.T) {
 	}
 }
 
+// TestSumSquaresMany: each span's sum has the bits SumSquares gives for the span alone, on
+// any thread count, so gradient norms do not change by a bit for coming from one call; a NaN
+// reaches its own span's sum only.
+func TestSumSquaresMany(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	x := randVec(r, 300007, 1)
+	x[200000] = float32(math.NaN())
+	spans := []backend.Span{{Off: 0, N: 131073}, {Off: 131073, N: 0}, {Off: 131073, N: 768}, {Off: 131841, N: 168166}, {Off: 7, N: 5}}
+	for threads := 1; threads <= 3; threads++ {
+		c := New(threads)
+		b := buf(c, x)
+		got := make([]float64, len(spans))
+		c.SumSquaresMany(b, spans, got)
+		for i, s := range spans {
+			want := c.SumSquares(b.Slice(s.Off, s.N))
+			if math.Float64bits(got[i]) != math.Float64bits(want) {
+				t.Fatalf("%d threads: span %d = %v, SumSquares of it %v", threads, i, got[i], want)
+			}
+			if math.IsNaN(got[i]) != (i == 3) {
+				t.Fatalf("%d threads: span %d = %v; only span 3 holds the NaN", threads, i, got[i])
+			}
+		}
+	}
+}
+
+// TestAdamWNoDecay: one update with spans that take no weight decay has the bits of a call
+// per run of elements alike, the spans' with WeightDecay 0 (how the optimizer updated a
+// model before it made one call), and the spans change the result.
+func TestAdamWNoDecay(t *testing.T) {
+	c, r := New(2), rand.New(rand.NewPCG(23, 24))
+	const n = 40003
+	g := buf(c, randVec(r, n, 1))
+	init := [][]float32{randVec(r, n, 1), randVec(r, n, 0.1), randVec(r, n, 0.1)}
+	for i := range init[2] {
+		init[2][i] *= init[2][i]
+	}
+	state := func() (p, m, v backend.Buf) { return buf(c, init[0]), buf(c, init[1]), buf(c, init[2]) }
+	h := backend.AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 3,
+		NoDecay: []backend.Span{{Off: 0, N: 5}, {Off: 1000, N: 0}, {Off: 1000, N: 17000}, {Off: 39000, N: 1003}}}
+	p1, m1, v1 := state()
+	c.AdamW(p1, g, m1, v1, h)
+
+	p2, m2, v2 := state()
+	for _, run := range []struct {
+		off, n int
+		wd     float32
+	}{{0, 5, 0}, {5, 995, 0.1}, {1000, 17000, 0}, {18000, 21000, 0.1}, {39000, 1003, 0}} {
+		hr := h
+		hr.NoDecay, hr.WeightDecay = nil, run.wd
+		c.AdamW(p2.Slice(run.off, run.n), g.Slice(run.off, run.n), m2.Slice(run.off, run.n), v2.Slice(run.off, run.n), hr)
+	}
+	for _, x := range [][2]backend.Buf{{p1, p2}, {m1, m2}, {v1, v2}} {
+		for i := range x[0].F32() {
+			if math.Float32bits(x[0].F32()[i]) != math.Float32bits(x[1].F32()[i]) {
+				t.Fatalf("element %d: %v in one call, %v in a call per run", i, x[0].F32()[i], x[1].F32()[i])
+			}
+		}
+	}
+
+	p3, m3, v3 := state()
+	h.NoDecay = nil
+	c.AdamW(p3, g, m3, v3, h)
+	if p3.F32()[2] == p1.F32()[2] || p3.F32()[2000] == p1.F32()[2000] || p3.F32()[500] != p1.F32()[500] {
+		t.Fatal("the spans without decay do not change the update")
+	}
+}
+
 // TestThreadCountInvariance: the partition of every reduction depends on the problem size
 // only, so 1, 2 or 3 threads give bit-identical gradients.
 func TestThreadCountInvariance(t *testing.T) {

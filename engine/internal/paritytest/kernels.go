@@ -330,11 +330,14 @@ func (s Suite) AdamW(t *testing.T) {
 	}
 	p, g, m, vv := s.pair(randVec(r, n, 1)), s.pair(randVec(r, n, 1)), s.pair(randVec(r, n, 0.1)), s.pair(v)
 	h := backend.AdamW{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, Step: 3}
-	s.Dev.AdamW(p.d, g.d, m.d, vv.d, h)
-	s.Ref.AdamW(p.r, g.r, m.r, vv.r, h)
-	s.compareBufs(t, "p", p, TolElem)
-	s.compareBufs(t, "m", m, TolElem)
-	s.compareBufs(t, "v", vv, TolElem)
+	for _, noDecay := range [][]backend.Span{nil, {{Off: 0, N: 7}, {Off: 3000, N: 0}, {Off: 3000, N: 768}, {Off: 40000, N: 3}}} {
+		h.NoDecay = noDecay
+		s.Dev.AdamW(p.d, g.d, m.d, vv.d, h)
+		s.Ref.AdamW(p.r, g.r, m.r, vv.r, h)
+		s.compareBufs(t, name("p (spans without decay %v)", noDecay), p, TolElem)
+		s.compareBufs(t, "m", m, TolElem)
+		s.compareBufs(t, "v", vv, TolElem)
+	}
 }
 
 func (s Suite) SumSquares(t *testing.T) {
@@ -357,6 +360,50 @@ func (s Suite) SumSquares(t *testing.T) {
 	s.Dev.Upload(d, x)
 	if g := s.Dev.SumSquares(d); !math.IsNaN(g) {
 		t.Fatalf("SumSquares with a NaN element = %g", g)
+	}
+}
+
+// SumSquaresMany: the sums of squares of many spans of a view in one call (tensors of
+// several chunks, of one, empty, overlapping): each the bits of SumSquares over its span on
+// the same device, the CPU's within SumSquares' tolerance, the same bits when run again, and
+// a NaN or an Inf reaches its own span's sum only.
+func (s Suite) SumSquaresMany(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 15))
+	x := randVec(r, 400009, 1)
+	spans := []backend.Span{{Off: 0, N: 150001}, {Off: 150001, N: 0}, {Off: 150001, N: 768}, {Off: 150769, N: 3},
+		{Off: 150772, N: 249230}, {Off: 5, N: 17}}
+	d, ref := put(s.Dev, x), put(s.Ref, x)
+	dv, rv := d.Slice(7, len(x)-7), ref.Slice(7, len(x)-7)
+	check := func(what string) {
+		got, again, want := make([]float64, len(spans)), make([]float64, len(spans)), make([]float64, len(spans))
+		s.Dev.SumSquaresMany(dv, spans, got)
+		s.Dev.SumSquaresMany(dv, spans, again)
+		s.Ref.SumSquaresMany(rv, spans, want)
+		for i, sp := range spans {
+			alone := s.Dev.SumSquares(dv.Slice(sp.Off, sp.N))
+			if math.Float64bits(got[i]) != math.Float64bits(alone) || math.Float64bits(again[i]) != math.Float64bits(got[i]) {
+				t.Fatalf("%s: span %d: %v, then %v; SumSquares of the span alone %v", what, i, got[i], again[i], alone)
+			}
+			if !(math.Abs(got[i]-want[i]) <= 1e-12*want[i]) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) && got[i] != want[i] {
+				t.Fatalf("%s: span %d = %.17g, CPU %.17g", what, i, got[i], want[i])
+			}
+		}
+	}
+	check("finite")
+	x[7+150001+100] = float32(math.NaN()) // span 2
+	x[7+200000] = float32(math.Inf(-1))   // span 4
+	s.Dev.Upload(d, x)
+	s.Ref.Upload(ref, x)
+	check("with a NaN and an Inf")
+	got := make([]float64, len(spans))
+	s.Dev.SumSquaresMany(dv, spans, got)
+	for i, g := range got {
+		if bad := math.IsNaN(g) || math.IsInf(g, 0); bad != (i == 2 || i == 4) {
+			t.Fatalf("span %d = %v: only spans 2 (NaN) and 4 (Inf) hold a non-finite element", i, g)
+		}
+	}
+	if !math.IsNaN(got[2]) || !math.IsInf(got[4], 1) {
+		t.Fatalf("span 2 = %v, want NaN; span 4 = %v, want +Inf", got[2], got[4])
 	}
 }
 

@@ -57,6 +57,7 @@ func Run(t *testing.T, dev backend.Backend) {
 		{"Softmax", s.Softmax},
 		{"AdamW", s.AdamW},
 		{"SumSquares", s.SumSquares},
+		{"SumSquaresMany", s.SumSquaresMany},
 		{"Determinism", s.Determinism},
 		{"GRPOStep", s.GRPOStep},
 		{"FusedHead", s.FusedHead},

@@ -173,6 +173,7 @@ constexpr char sig_char() {
 		using E = std::remove_cv_t<std::remove_pointer_t<T>>;
 		if constexpr (std::is_same_v<E, float>) return 'F';
 		else if constexpr (std::is_same_v<E, int>) return 'I';
+		else if constexpr (std::is_same_v<E, long long>) return 'L';
 		else if constexpr (std::is_same_v<E, double>) return 'D';
 		else return '?';
 	} else if constexpr (std::is_same_v<T, float>) return 'f';
@@ -235,8 +236,7 @@ static const std::map<std::string, Entry>& registry() {
 	    RK_KERNEL(rkcu_logprobs_backward),
 	    RK_KERNEL(rkcu_softmax),
 	    RK_KERNEL(rkcu_adamw),
-	    RK_KERNEL(rkcu_sumsq_partial),
-	    RK_KERNEL(rkcu_sumsq_final),
+	    RK_KERNEL(rkcu_sumsq),
 	    RK_KERNEL(rkcu_matmul_nt),
 	    RK_KERNEL(rkcu_matmul_nt16),
 	};
@@ -343,7 +343,7 @@ const char* emu_launch(const char* name, const char* sig, unsigned gx, unsigned 
 		std::lock_guard<std::mutex> mk(mem_mu);
 		for (size_t i = 0; i < e.sig.size(); i++) {
 			char c = e.sig[i];
-			if ((c == 'F' || c == 'I' || c == 'D') && args[i] != 0 && owner(args[i], 0) == nullptr)
+			if ((c == 'F' || c == 'I' || c == 'L' || c == 'D') && args[i] != 0 && owner(args[i], 0) == nullptr)
 				return error(format("%s: argument %zu (%#llx) is not inside any allocation", name, i,
 				                    (unsigned long long)args[i]));
 		}

@@ -93,7 +93,7 @@ func mustPanic(t *testing.T, what string, f func(), want string) {
 // three blocks, or the grid a GPU would get), because their partitions depend on the sizes
 // only — the property that makes the GPU's results bit-reproducible.
 func TestGridIndependence(t *testing.T) {
-	run := func(b *launch.Backend) []float32 {
+	run := func(b *launch.Backend) ([]float32, []float64) {
 		r := rand.New(rand.NewPCG(3, 4))
 		vec := func(n int) backend.Buf { return invariance.RandBuf(b, r, n) }
 		const n, c, nh = 37, 40, 2
@@ -115,12 +115,20 @@ func TestGridIndependence(t *testing.T) {
 			b.Download(h, x)
 			all = append(all, h...)
 		}
-		return append(all, float32(b.SumSquares(big)), float32(b.SumSquares(big)-float64(float32(b.SumSquares(big)))))
+		sums := make([]float64, 4)
+		b.SumSquaresMany(big, []backend.Span{{Off: 0, N: 70000}, {Off: 70000, N: 768}, {Off: 70768, N: 69233}, {Off: 0, N: 140001}}, sums)
+		return all, append(sums, b.SumSquares(big))
 	}
-	small, large := run(launch.New(Driver{Cap: 1})), run(launch.New(Driver{Cap: 1 << 16}))
+	small, smallSums := run(launch.New(Driver{Cap: 1}))
+	large, largeSums := run(launch.New(Driver{Cap: 1 << 16}))
 	for i := range small {
 		if math.Float32bits(small[i]) != math.Float32bits(large[i]) {
 			t.Fatalf("element %d: %v with one block, %v with a full grid", i, small[i], large[i])
+		}
+	}
+	for i := range smallSums {
+		if math.Float64bits(smallSums[i]) != math.Float64bits(largeSums[i]) {
+			t.Fatalf("sum of squares %d: %v with one block, %v with a full grid", i, smallSums[i], largeSums[i])
 		}
 	}
 }

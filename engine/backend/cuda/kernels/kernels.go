@@ -15,7 +15,7 @@ import (
 var Sources embed.FS
 
 // Kernel names an extern "C" kernel of module.cu and its parameter types, one letter per
-// parameter: F float*, I int*, D double*, f float, i int, l long long.
+// parameter: F float*, I int*, L long long*, D double*, f float, i int, l long long.
 type Kernel struct {
 	Name string
 	Sig  string
@@ -46,9 +46,8 @@ var (
 	LogProbsForward     = Kernel{"rkcu_logprobs_forward", "FFFFIiif"}
 	LogProbsBackward    = Kernel{"rkcu_logprobs_backward", "FFFFFIiif"}
 	Softmax             = Kernel{"rkcu_softmax", "FFFiif"}
-	AdamW               = Kernel{"rkcu_adamw", "FFFFlffffff"}
-	SumSquaresPartial   = Kernel{"rkcu_sumsq_partial", "DFli"}
-	SumSquaresFinal     = Kernel{"rkcu_sumsq_final", "DDi"}
+	AdamW               = Kernel{"rkcu_adamw", "FFFFlLiffffff"}
+	SumSquares          = Kernel{"rkcu_sumsq", "DFLii"}
 	MatMulNT            = Kernel{"rkcu_matmul_nt", "FFFFFiii"}
 	MatMulNT16          = Kernel{"rkcu_matmul_nt16", "FFFFFiii"}
 )
@@ -59,7 +58,7 @@ var All = []Kernel{
 	ColumnSums, AccumulatePartials, EncoderForward, EncoderBackward,
 	LayerNormForward, LayerNormBackward, AttentionForward, AttentionBackwardDQ,
 	AttentionBackwardKV, KVWrite, AttentionDecode, LogProbsForward, LogProbsBackward, Softmax, AdamW,
-	SumSquaresPartial, SumSquaresFinal, MatMulNT, MatMulNT16,
+	SumSquares, MatMulNT, MatMulNT16,
 }
 
 //go:embed sm_80.ptx

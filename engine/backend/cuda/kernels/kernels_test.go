@@ -36,7 +36,7 @@ func TestPTXMatchesSources(t *testing.T) {
 func TestPTXEntries(t *testing.T) {
 	entry := regexp.MustCompile(`\.visible \.entry (\w+)\(([^)]*)\)`)
 	param := regexp.MustCompile(`\.param \.(\w+) `)
-	want := map[byte]string{'F': "u64", 'I': "u64", 'D': "u64", 'l': "u64", 'i': "u32", 'f': "f32"}
+	want := map[byte]string{'F': "u64", 'I': "u64", 'L': "u64", 'D': "u64", 'l': "u64", 'i': "u32", 'f': "f32"}
 	for _, arch := range ptxsrc.Arches {
 		ptx, _ := Source(arch)
 		found := map[string]string{}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -37,10 +38,17 @@ type Backend struct {
 	// Scratch, grown on demand and never shrunk.
 	partial  *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
 	dd       *backend.Mem // attention backward D = dy·y, (n, nh)
-	sq       *backend.Mem // SumSquares partials and result, as doubles
+	sq       *backend.Mem // SumSquares partials, as doubles
 	bounds   *backend.Mem // attention: each row's sequence [start, end)
 	rankPad  *backend.Mem // SumRanks: the buffer padded to whole chunks
 	rankRecv *backend.Mem // SumRanks: every rank's chunk for this one
+
+	// The optimizer's kernels' tables, kept on the device (SumSquaresMany's spans, AdamW's
+	// spans without decay); the same as built on the host for a call; the partial sums of
+	// SumSquaresMany, copied to the host.
+	sqSpans, noDecay devTable
+	sqHost, adamHost []int64
+	sqPart           []float64
 
 	// The ranks of a data-parallel run this backend sums over (SumRanks), or nil.
 	ranks Ranks
@@ -55,6 +63,12 @@ type Backend struct {
 }
 
 var _ backend.Backend = (*Backend)(nil)
+
+// devTable is a small table of long longs on the device and the host copy it was made from.
+type devTable struct {
+	host []int64
+	mem  *backend.Mem
+}
 
 // New returns a backend running on d.
 func New(d Driver) *Backend { return &Backend{d: d} }
@@ -133,7 +147,7 @@ func addrI(x backend.I32) uintptr { return x.M.Dev + 4*uintptr(x.Off) }
 // Kernel arguments.
 
 // A buffer's argument carries its Mem, which launch keeps reachable until the launch is
-// issued; the raw addresses (argD, argPF, argPI) are of scratch memory the backend holds.
+// issued; the raw addresses (argD, argPF, argPI, argPL) are of scratch memory the backend holds.
 func argF(x backend.Buf) Arg {
 	if x.Nil() {
 		return Arg{Kind: 'F'}
@@ -150,6 +164,7 @@ func argI(x backend.I32) Arg {
 func argD(p uintptr) Arg   { return Arg{Bits: uint64(p), Kind: 'D'} }
 func argPF(p uintptr) Arg  { return Arg{Bits: uint64(p), Kind: 'F'} }
 func argPI(p uintptr) Arg  { return Arg{Bits: uint64(p), Kind: 'I'} }
+func argPL(p uintptr) Arg  { return Arg{Bits: uint64(p), Kind: 'L'} }
 func argL(v int) Arg       { return Arg{Bits: uint64(int64(v)), Kind: 'l'} }
 func argF32(v float32) Arg { return Arg{Bits: uint64(math.Float32bits(v)), Kind: 'f'} }
 func argInt(v int) Arg {
@@ -718,6 +733,8 @@ func (b *Backend) Softmax(probs, lse, logits backend.Buf, rows, v int, invTemp f
 
 // Optimizer.
 
+// AdamW is one launch over the whole buffer whatever the spans without decay: they travel
+// as a table of [start, end) pairs.
 func (b *Backend) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
 	sameLen("AdamW", p, g, m, v)
 	// The scalars exactly as the CPU backend derives them.
@@ -728,25 +745,80 @@ func (b *Backend) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
 	isb := float32(1 / math.Sqrt(bc2))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.flat(kernels.AdamW, p.N, argF(p), argF(g), argF(m), argF(v), argL(p.N),
+	tab, end := b.adamHost[:0], 0
+	for _, s := range h.NoDecay {
+		if s.Off < end || s.N < 0 || s.Off+s.N > p.N {
+			panic(fmt.Sprintf("cuda: AdamW: span [%d, %d) outside %d elements or out of order", s.Off, s.Off+s.N, p.N))
+		}
+		if s.N > 0 {
+			tab = append(tab, int64(s.Off), int64(s.Off+s.N))
+		}
+		end = s.Off + s.N
+	}
+	b.adamHost = tab
+	b.flat(kernels.AdamW, p.N, argF(p), argF(g), argF(m), argF(v), argL(p.N), argPL(b.table(&b.noDecay, tab)), argInt(len(tab)/2),
 		argF32(h.Beta1), argF32(h.Beta2), argF32(h.Eps), argF32(decay), argF32(step), argF32(isb))
 }
 
 func (b *Backend) SumSquares(x backend.Buf) float64 {
-	if x.N == 0 {
-		return 0
+	var r [1]float64
+	b.SumSquaresMany(x, []backend.Span{{Off: 0, N: x.N}}, r[:])
+	return r[0]
+}
+
+// SumSquaresMany is one launch over every span's chunks of sqChunk elements and one copy of
+// their partial sums to the host, which adds each span's in order: a gradient norm costs one
+// synchronisation, not one a tensor. A span's chunks, block size and order are the same alone
+// or among others, so each sum has the bits SumSquares gives for it.
+func (b *Backend) SumSquaresMany(x backend.Buf, spans []backend.Span, out []float64) {
+	if len(out) != len(spans) {
+		panic("cuda: SumSquaresMany: out and spans differ in length")
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	chunks := ceilDiv(x.N, sqChunk)
-	// chunks partial doubles, then the result: 2 floats each.
-	s := b.scratch(&b.sq, 2*(chunks+1))
-	out := s.Dev + 8*uintptr(chunks)
-	// Block sizes depend on the sizes only, so the summation order is fixed for a given n.
-	b.launch(kernels.SumSquaresPartial, D1(b.grid(chunks)), D1(rowBlock(min(x.N, sqChunk))), 0,
-		argD(s.Dev), argF(x), argL(x.N), argInt(sqChunk))
-	b.launch(kernels.SumSquaresFinal, D1(1), D1(rowBlock(chunks)), 0, argD(out), argD(s.Dev), argInt(chunks))
-	var r float64
-	b.d.DtoH(unsafe.Pointer(&r), out, 8)
-	return r
+	// The table rkcu_sumsq reads: each span's first chunk (and the count after the last), the
+	// offsets, the lengths.
+	count := len(spans)
+	tab := slices.Grow(b.sqHost[:0], 3*count+1)[:3*count+1]
+	b.sqHost = tab
+	chunks := 0
+	for i, s := range spans {
+		if s.Off < 0 || s.N < 0 || s.Off+s.N > x.N {
+			panic(fmt.Sprintf("cuda: SumSquaresMany: span [%d, %d) outside %d elements", s.Off, s.Off+s.N, x.N))
+		}
+		tab[i], tab[count+1+i], tab[2*count+1+i] = int64(chunks), int64(s.Off), int64(s.N)
+		chunks += ceilDiv(s.N, sqChunk)
+	}
+	tab[count] = int64(chunks)
+	clear(out)
+	if chunks == 0 {
+		return
+	}
+	// chunks partial doubles: 2 floats each.
+	part := b.scratch(&b.sq, 2*chunks)
+	b.launch(kernels.SumSquares, D1(b.grid(chunks)), D1(reduceBlock), 0,
+		argD(part.Dev), argF(x), argPL(b.table(&b.sqSpans, tab)), argInt(count), argInt(sqChunk))
+	host := slices.Grow(b.sqPart[:0], chunks)[:chunks]
+	b.sqPart = host
+	b.d.DtoH(unsafe.Pointer(&host[0]), part.Dev, 8*chunks)
+	for i := range spans {
+		for _, p := range host[tab[i]:tab[i+1]] {
+			out[i] += p
+		}
+	}
+}
+
+// table puts v on the device in t, copying it only when it changed (a layout's spans are the
+// same at every update, and a copy from pageable host memory waits for the device's earlier
+// work), and returns its address: 0 for an empty table.
+func (b *Backend) table(t *devTable, v []int64) uintptr {
+	if len(v) == 0 {
+		return 0
+	}
+	if t.mem == nil || !slices.Equal(t.host, v) {
+		m := b.scratch(&t.mem, 2*len(v))
+		b.d.HtoD(m.Dev, unsafe.Pointer(&v[0]), 8*len(v))
+		t.host = append(t.host[:0], v...)
+	}
+	return t.mem.Dev
 }
