@@ -34,8 +34,11 @@ func (e *Env) loader(L *lua.LState) int {
 	mod.RawSetString("world", e.worldTable(L))
 	grpo := L.NewTable()
 	L.SetFuncs(grpo, map[string]lua.LGFunction{"step": e.luaGRPOStep, "defaults": luaGRPODefaults, "plan": luaGRPOPlan, "apply_plan": e.luaGRPOApplyPlan,
-		"advantages": e.luaGRPOAdvantages})
+		"advantages": e.luaGRPOAdvantages, "signal": e.luaGRPOSignal})
 	mod.RawSetString("grpo", grpo)
+	batchMod := L.NewTable()
+	L.SetFuncs(batchMod, map[string]lua.LGFunction{"join": e.luaBatchJoin})
+	mod.RawSetString("batch", batchMod)
 	debug := L.NewTable()
 	L.SetFuncs(debug, map[string]lua.LGFunction{"inject_nan": luaInjectNaN, "kill": luaKill})
 	mod.RawSetString("debug", debug)

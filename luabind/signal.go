@@ -2,10 +2,12 @@ package luabind
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/rookscript/rookscript/engine/grpo"
 	"github.com/rookscript/rookscript/engine/rookworld"
 )
 
@@ -114,4 +116,39 @@ func (s *signalSummary) line() string {
 		sep = ", "
 	}
 	return b.String()
+}
+
+// rook.grpo.signal(batch [, settings]) → for each group of the whole batch (every rank's
+// share, in order), whether it carries a reward signal: some advantage rook.grpo.step would
+// give it under settings is not 0. A group whose rewards tie by the step's rule (advantage.go:
+// std ≤ max(1e-6, 1e-8·max|r|), TRL's std ≤ 1e-8 with trl_compat) does not; it is what
+// frac_reward_zero_std counts and drop_zero_std drops. The batch's advantages are left as they
+// were.
+func (e *Env) luaGRPOSignal(L *lua.LState) int {
+	b := checkBatch(L, 1)
+	cfg := settingsArg[grpo.Config](L, 2, "grpo", "rook.grpo.signal")
+	keep := b.b.Advantages
+	adv, err := grpo.StepAdvantages(e.world(), b.b, cfg)
+	b.b.Advantages = keep
+	if err != nil {
+		L.RaiseError("rook.grpo.signal: %s", err.Error())
+	}
+	g := b.b.Group
+	signal := make([]float64, b.b.WholeGroups())
+	for i := range b.b.Prompts {
+		if slices.ContainsFunc(adv[i*g:(i+1)*g], func(a float64) bool { return a != 0 }) {
+			signal[b.b.GlobalGroup(i)] = 1
+		}
+	}
+	if c := e.world(); c.Size() > 1 { // each rank's groups in their slots: the sum is the whole batch's
+		if err := c.SumF64(signal); err != nil {
+			L.RaiseError("rook.grpo.signal: %s", err.Error())
+		}
+	}
+	t := L.CreateTable(len(signal), 0)
+	for _, s := range signal {
+		t.Append(lua.LBool(s > 0))
+	}
+	L.Push(t)
+	return 1
 }

@@ -1,6 +1,8 @@
 -- ablate: run a recipe for every combination of a grid of settings — each combination an arm,
 -- in its own run directory base_dir/01, /02, … — and print the arms' final evaluations side
--- by side, after the first arm's evaluation before training.
+-- by side, after the first arm's evaluation before training, and under them each arm's
+-- training as its metrics.jsonl records it: the share of trained groups without reward signal,
+-- the share of drawn groups that dynamic sampling dropped, rollouts per step and wall time.
 --
 --   rookscript recipes/ablate.lua steps=20 'grid.beta=[0.0, 0.02]' 'grid.lr=[2e-5, 5e-5]'
 --   rookscript recipes/ablate.lua 'grid.rollout.temperature=[0.5, 0.7]' 'grid.kl_warmup=[0, 5]'
@@ -102,6 +104,7 @@ for i, a in ipairs(arms) do
   end
   local ok, err = rook.exec(cfg.recipe, o, { check = true })
   if not ok then refused[#refused + 1] = string.format("  arm %d (%s): %s", i, a.name, err) end
+  a.resolved = ok -- the arm's config, for its prompts per step
 end
 assert(#refused == 0, "ablate: no arm ran; these arms' settings are refused:\n" .. table.concat(refused, "\n"))
 
@@ -157,6 +160,59 @@ local function run_arm(i, a)
   return { before = result.before, after = result.after, failed = note and "stopped: " .. last_line(note) }
 end
 
+-- A metrics.jsonl time ("2006-01-02T15:04:05.000Z", UTC) in seconds since 1970 (the days
+-- of the proleptic Gregorian calendar, as Hinnant's days_from_civil counts them).
+local function seconds(t)
+  local y, mo, d, h, mi, s = string.match(t or "", "^(%d+)-(%d+)-(%d+)T(%d+):(%d+):([%d.]+)Z$")
+  if not y then return nil end
+  y, mo = tonumber(y) - (tonumber(mo) <= 2 and 1 or 0), tonumber(mo)
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(s)
+end
+
+-- An arm's training as its metrics.jsonl's step records give it (nil without them): no_signal,
+-- the share of the groups its steps trained on whose rewards tie (frac_reward_zero_std of
+-- dynamic/groups_kept groups, or of the arm's prompts), with its Wilson interval; dropped,
+-- the share of the groups drawn that dynamic sampling dropped (0 without it), with its
+-- interval; draws, rollouts per step; wall_s, seconds from the evaluation before training to
+-- the last step's record.
+local function training(a)
+  local readable, f = pcall(io.open, a.dir .. "/metrics.jsonl")
+  if not (readable and f) then return nil end
+  local prompts = a.resolved and a.resolved.prompts
+  local t = { steps = 0, tied = 0, trained = 0, dropped = 0, drawn = 0, draws = 0 }
+  for line in f:lines() do
+    if string.sub(line, -1) == "}" then -- not a torn last line
+      local time = seconds(string.match(line, '"time":"([^"]+)"'))
+      if string.find(line, '"eval/', 1, true) then
+        t.start = t.start or time
+      else
+        local m = {}
+        for k, v in string.gmatch(line, '"([%w_/.]+)":([-+%d.eE]+)') do m[k] = tonumber(v) end
+        local groups = m["dynamic/groups_kept"] or prompts
+        if m.frac_reward_zero_std and groups then
+          t.tied, t.trained = t.tied + math.floor(m.frac_reward_zero_std * groups + 0.5), t.trained + groups
+        end
+        t.drawn = t.drawn + (m["dynamic/groups_drawn"] or groups or 0)
+        t.dropped = t.dropped + (m["dynamic/groups_dropped"] or 0)
+        t.draws, t.steps, t.last = t.draws + (m["dynamic/draws"] or 1), t.steps + 1, time
+      end
+    end
+  end
+  f:close()
+  if t.steps == 0 then return nil end
+  local out = { draws = t.draws / t.steps, wall_s = t.start and t.last and t.last - t.start, intervals = {} }
+  for name, kn in pairs({ no_signal = { t.tied, t.trained }, dropped = { t.dropped, t.drawn } }) do
+    if kn[2] > 0 then
+      out[name], out.intervals[name] = kn[1] / kn[2], { evalkit.wilson(kn[1], kn[2]) }
+    end
+  end
+  return out
+end
+
 local results = {}
 for i, a in ipairs(arms) do
   if runs_here(i) then results[i] = cfg.collect and from_dir(a) or run_arm(i, a) end
@@ -170,6 +226,8 @@ local function numbers(m)
   return out
 end
 local columns, order, failed, ran = {}, {}, {}, 0
+local rows = { { name = "no_signal" }, { name = "dropped" }, { name = "draws" }, { name = "wall_s" } }
+for _, row in ipairs(rows) do row.values, row.intervals = {}, {} end
 for i, a in ipairs(arms) do
   local r = results[i]
   if r then
@@ -177,12 +235,16 @@ for i, a in ipairs(arms) do
     local name = r.failed and a.name .. " FAILED" or a.name
     columns[name], order[#order + 1], ran = r.failed and numbers(r.after) or r.after, name, ran + 1
     if r.failed then failed[#failed + 1] = string.format("  arm %d (%s, %s): %s", i, a.name, a.dir, r.failed) end
+    local t = training(a) or { intervals = {} }
+    for _, row in ipairs(rows) do row.values[name], row.intervals[name] = t[row.name], t.intervals[row.name] end
   end
 end
 if columns.before then table.insert(order, 1, "before") end
 print()
 print("final evaluation of each arm (before: the first finished arm's, before training); [95% interval]; Δ: last column − first")
-print(evalkit.compare(columns, order))
+print("training: no_signal, share of trained groups whose rewards tie; dropped, share of drawn groups dynamic sampling dropped;")
+print("draws, rollouts per step; wall_s, seconds from the evaluation before training to the last step")
+print(evalkit.compare(columns, order, { rows = rows }))
 if #failed > 0 then print("FAILED:\n" .. table.concat(failed, "\n")) end
 assert(#failed == 0, string.format("ablate: %d of %d arm(s) FAILED (listed under the table)", #failed, ran))
 return columns

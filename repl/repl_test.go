@@ -175,7 +175,7 @@ func TestCompletion(t *testing.T) {
 	}
 	for line, want := range map[string]string{
 		"rook.lo":         "rook.load",
-		"x = rook.grpo.s": "x = rook.grpo.step",
+		"x = rook.grpo.st": "x = rook.grpo.step",
 		"m:roll":          "m:rollout",
 		"print(m:gen":     "print(m:generate",
 	} {

@@ -257,7 +257,10 @@ end
 --- Δ column (last − first) when there are two or more. Results from evalkit.run carry their
 --- answers, and then each number is followed by its 95% interval and the Δ by its paired one,
 --- marked ▲ or ▼ when the interval excludes 0. n: the prompts behind each row. o: the
---- options of intervals(), or o.intervals when they are computed already.
+--- options of intervals(), or o.intervals when they are computed already; o.rows, further
+--- rows after the metrics, each { name =, values = { [column] = number }, intervals =
+--- { [column] = { lo, hi } } } (a training's own numbers: ablate's no-signal share, say), whose
+--- Δ has no interval.
 function M.compare(columns, order, o)
   if not order then
     order = {}
@@ -280,6 +283,15 @@ function M.compare(columns, order, o)
     if ans then
       row[#row + 1] = tostring(#indices(ans, TASK[metric], FIELD[metric]))
       any_n = true
+    end
+    rows[#rows + 1] = row
+  end
+  for _, r in ipairs(o and o.rows or {}) do
+    local row = { r.name }
+    for _, name in ipairs(order) do row[#row + 1] = cell(r.values[name], r.intervals and r.intervals[name]) end
+    if #order >= 2 then
+      local a, b = r.values[order[1]], r.values[order[#order]]
+      row[#row + 1] = delta_cell((a and b) and b - a, nil)
     end
     rows[#rows + 1] = row
   end

@@ -205,3 +205,64 @@ func TestDataParallelRankKilled(t *testing.T) {
 		t.Fatalf("after the resume, steps %v", m)
 	}
 }
+
+// TestDataParallelDynamicSampling: DAPO's dynamic sampling (scripts/dynamic.lua) on N ranks
+// trains one rank's batches: each draw's groups without signal are found on the whole batch,
+// the groups kept are dealt to the ranks whichever rank sampled them (the refills move groups
+// between the ranks; on 4 ranks with 6 prompts a rank receives groups from two others), and
+// the metrics and weights are one rank's; every step starts at ratio 1 (DESIGN §6.1, a moved
+// group's log-probabilities included). A run killed (SIGKILL) at step 3 and resumed ends with
+// the weights of one never killed, bit for bit (§6.7): the checkpoint's data cursor is after
+// the refills.
+func TestDataParallelDynamicSampling(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	args := []string{"--quiet", dpRecipe, "dynamic=true", "steps=4"}
+	for _, c := range []struct{ ranks, prompts int }{{2, 4}, {4, 6}} {
+		one, many := filepath.Join(tmp, fmt.Sprint("one-", c.prompts)), filepath.Join(tmp, fmt.Sprint("ranks-", c.ranks))
+		a := append(args, fmt.Sprint("prompts=", c.prompts))
+		if code, out, errOut := rookscript(t, tmp, nil, append(a, "run_dir="+one, "out="+one+"/final")...); code != 0 {
+			t.Fatalf("one rank: exit %d\n%s%s", code, out, errOut)
+		}
+		if code, out := mpirunRookscript(t, tmp, c.ranks, append(a, "run_dir="+many, "out="+many+"/final")...); code != 0 {
+			t.Fatalf("%d ranks: exit %d\n%s", c.ranks, code, out)
+		}
+		m1, mn := dpMetrics(t, one), dpMetrics(t, many)
+		refilled := false
+		for step := 1; step <= 4; step++ {
+			a, b := m1[step], mn[step]
+			for _, k := range []string{"dynamic/draws", "dynamic/groups_drawn", "dynamic/groups_dropped", "dynamic/groups_kept",
+				"reward", "reward_std", "frac_reward_zero_std", "completions/mean_length", "completions/kept"} {
+				if v, ok := b[k]; !ok || v != a[k] {
+					t.Errorf("%d ranks, step %d: %s = %v, %v on one", c.ranks, step, k, v, a[k])
+				}
+			}
+			for _, k := range []string{"loss", "grad_norm", "kl"} {
+				if math.Abs(a[k]-b[k]) > 1e-6*math.Max(1, math.Abs(a[k])) {
+					t.Errorf("%d ranks, step %d: %s = %.9g, %.9g on one", c.ranks, step, k, b[k], a[k])
+				}
+			}
+			if a["ratio/first_max_abs_log"] != 0 || b["ratio/first_max_abs_log"] != 0 {
+				t.Errorf("%d ranks, step %d: ratio/first_max_abs_log %g, %g on one", c.ranks, step, b["ratio/first_max_abs_log"], a["ratio/first_max_abs_log"])
+			}
+			refilled = refilled || a["dynamic/draws"] > 1 && a["dynamic/groups_dropped"] > 0
+		}
+		if !refilled {
+			t.Fatalf("%d prompts: no step dropped a group and drew again: the test compares nothing", c.prompts)
+		}
+		if d := weightsDiff(t, one+"/final", many+"/final"); d > 1e-5 {
+			t.Errorf("weights after 4 steps: %d ranks differ from one by %g", c.ranks, d)
+		}
+	}
+
+	one, killed := filepath.Join(tmp, "one-4"), filepath.Join(tmp, "killed")
+	if code, _, _ := rookscript(t, tmp, nil, append(args, "run_dir="+killed, "kill_rank=0", "kill_at=3")...); code == 0 {
+		t.Fatal("the run was not killed at step 3")
+	}
+	if code, out, errOut := rookscript(t, tmp, nil, "--quiet", dpRecipe, "resume="+killed, "kill_rank=-1", "out="+killed+"/final"); code != 0 {
+		t.Fatalf("resumed after the kill: exit %d\n%s%s", code, out, errOut)
+	}
+	if d := weightsDiff(t, one+"/final", killed+"/final"); d != 0 {
+		t.Errorf("killed at step 3 and resumed: weights %g from the run never killed", d)
+	}
+}

@@ -12,6 +12,18 @@ function T.test_compare_table()
   check.truthy(string.find(s, "p_best_acc%s+%-%s+%-%s+%-"), "missing metrics print as -")
 end
 
+-- o.rows: further rows after the metrics, with their intervals where given; their Δ has none.
+function T.test_compare_extra_rows()
+  local x = { reward_mean = 0.1 }
+  local y = { reward_mean = 0.2 }
+  local rows = { { name = "no_signal", values = { x = 0.25, y = 0 }, intervals = { x = { 0.1, 0.5 } } },
+                 { name = "wall_s", values = { y = 12.5 } } }
+  local s = evalkit.compare({ x = x, y = y }, { "x", "y" }, { rows = rows })
+  check.truthy(string.find(s, "no_signal%s+0.250 %[0.100, 0.500%]%s+0.000%s+%-0.250\n"), "no_signal row:\n" .. s)
+  check.truthy(string.find(s, "wall_s%s+%-%s+12.500%s+%-$"), "a row with a missing value:\n" .. s)
+  check.truthy(string.find(s, "reward_mean.*no_signal"), "after the metrics")
+end
+
 -- Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I,
 -- method 3 (Wilson score, no continuity correction), to the 4 decimals printed there.
 function T.test_wilson_against_published_values()
