@@ -53,6 +53,8 @@ var dpConfigs = map[string]func(*Config){
 	"dapo, masked truncated, in the denominator, 3 minibatches": func(c *Config) {
 		c.LossType, c.MaskTruncated, c.MaskedInDenominator, c.Minibatches = LossDAPO, true, true, 3
 	},
+	"cispo, kl":           func(c *Config) { c.LossType, c.EpsilonHigh, c.Beta = LossCISPO, 2, 0.05 },
+	"sapo, 2 minibatches": func(c *Config) { c.LossType, c.Minibatches = LossSAPO, 2 },
 	"top entropy quantile 0.3, entropy token mean": func(c *Config) { // the quantile over every rank's tokens
 		c.TopEntropyQuantile, c.EntropyCoef, c.EntropyAggregation = 0.3, 0.01, EntropyTokenMean
 	},
