@@ -120,8 +120,12 @@ func (b *bench) runSteps() {
 		if torch != nil {
 			peer.run = func() (sample, error) { return torch.Do(w.op) }
 		}
-		r, work := b.measure(group, w.key, b.runs, 1, eng, peer), phase{flop: w.passes * flop}
-		b.versus(group, w.key, "torch", eng, peer, wallMS, "ms", r.ms(work), r.atPeak(work))
+		work := []phase{{flop: w.passes * flop}}
+		if w.key == "train_step" {
+			work = append(work, adamWork(gpt2.RookWorld124M))
+		}
+		r := b.measure(group, w.key, b.runs, 1, eng, peer)
+		b.versus(group, w.key, "torch", eng, peer, wallMS, "ms", r.ms(work...), r.atPeak(work...))
 		b.train = eng.series(wallMS) // kept from the last, the train step
 	}
 }
@@ -340,9 +344,10 @@ func (b *bench) runGRPO() {
 		return
 	}
 	floors, peaks := make([][]float64, len(phases)), make([][]float64, len(phases))
-	for _, w := range batches { // by phase: rollout, reference, update (three passes), the whole step
+	for _, w := range batches { // by phase: rollout, reference, update (three passes and AdamW), the whole step
 		roll, f := grpoWork(b.model.Config, w)
-		for k, work := range [][]phase{roll, {f}, {f, f, f}, slices.Concat(roll, []phase{f, f, f, f})} {
+		opt := adamWork(b.model.Config)
+		for k, work := range [][]phase{roll, {f}, {f, f, f, opt}, slices.Concat(roll, []phase{f, f, f, f, opt})} {
 			floors[k], peaks[k] = append(floors[k], r.ms(work...)/1e3), append(peaks[k], r.atPeak(work...)/1e3)
 		}
 	}
