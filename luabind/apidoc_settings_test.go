@@ -109,8 +109,7 @@ type generatedTable struct {
 	columns  []string // the generated columns' names
 	header   string
 	rows     [][]string
-	aliases  map[string][]string // setting → its other names
-	includes []string            // the calls whose settings this one takes as well
+	includes []string // the calls whose settings this one takes as well
 }
 
 // trailer is what follows the table in its block.
@@ -123,7 +122,7 @@ func (g generatedTable) trailer() []string {
 
 func generateTable(L *lua.LState, spec settingsSpec, specs map[string]settingsSpec) (generatedTable, error) {
 	g := generatedTable{what: spec.call + " (" + spec.typ.String() + ")",
-		columns: append([]string{"setting", "also accepted", "type"}, spec.headers...), aliases: map[string][]string{}}
+		columns: append([]string{"setting", "type"}, spec.headers...)}
 	g.header = joinRow(append(slices.Clone(g.columns), "meaning"))
 	var first, second []reflect.Value
 	if spec.defaults != nil {
@@ -161,7 +160,7 @@ func (g *generatedTable) add(t reflect.Type, prefix string, first, second []refl
 			a[c], b[c] = first[c].FieldByIndex(f.index), second[c].FieldByIndex(f.index)
 		}
 		if call := documented[f.typ]; call != "" && f.typ.Kind() == reflect.Struct {
-			row := []string{code(prefix + name), "", "table, or a section, of " + call + "'s settings"}
+			row := []string{code(prefix + name), "table, or a section, of " + call + "'s settings"}
 			for range a {
 				row = append(row, call+"'s")
 			}
@@ -178,11 +177,7 @@ func (g *generatedTable) add(t reflect.Type, prefix string, first, second []refl
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", g.what, prefix+name, err)
 		}
-		aliases := make([]string, len(f.aliases))
-		for i, al := range f.aliases {
-			aliases[i] = prefix + al
-		}
-		row := []string{code(prefix + name), codeList(aliases), typ}
+		row := []string{code(prefix + name), typ}
 		for c := range a {
 			va, vb := settingValue(a[c]), settingValue(b[c])
 			if va == vb {
@@ -192,7 +187,6 @@ func (g *generatedTable) add(t reflect.Type, prefix string, first, second []refl
 			}
 		}
 		g.rows = append(g.rows, row)
-		g.aliases[prefix+name] = aliases
 	}
 	return nil
 }
@@ -279,8 +273,7 @@ func checkSettings(tables map[string]generatedTable, doc string) []string {
 	return problems
 }
 
-// updateSettings rewrites each settings table from its struct, keeping the meanings written
-// (a renamed setting keeps the meaning of the row named as one of its aliases).
+// updateSettings rewrites each settings table from its struct, keeping the meanings written.
 func updateSettings(tables map[string]generatedTable, doc string) (string, error) {
 	lines := strings.Split(doc, "\n")
 	blocks, problems := settingsBlocks(lines)
@@ -302,13 +295,7 @@ func updateSettings(tables map[string]generatedTable, doc string) (string, error
 		table := []string{g.header, joinRow(slices.Repeat([]string{"---"}, len(g.columns)+1))}
 		for _, r := range g.rows {
 			name := strings.Trim(r[0], "`")
-			m := meaning[name]
-			for _, a := range g.aliases[name] {
-				if m == "" {
-					m = meaning[a]
-				}
-			}
-			table = append(table, joinRow(append(slices.Clone(r), m)))
+			table = append(table, joinRow(append(slices.Clone(r), meaning[name])))
 		}
 		table = append(table, g.trailer()...)
 		lines = slices.Concat(lines[:b.begin+1], table, lines[b.end:])

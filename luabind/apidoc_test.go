@@ -104,7 +104,7 @@ func TestAPIDocReportsDrift(t *testing.T) {
 			[]string{"settings reward: setting `policy.best_rank` is missing", "settings reward: row `policy.rank` is not a setting"}},
 		{"settings taken from another table left unsaid", dropLine("And every setting of `rook.sft.loss`."),
 			[]string{"settings sft: after the table want"}},
-		{"setting's default changed", replace("| `max_grad_norm` |  | number | `1` |", "| `max_grad_norm` |  | number | `0.5` |"),
+		{"setting's default changed", replace("| `max_grad_norm` | number | `1` |", "| `max_grad_norm` | number | `0.5` |"),
 			[]string{"settings grpo: `max_grad_norm`: default is `1`, the table says `0.5`"}},
 		{"setting without meaning", emptyMeaning("| `lr_warmup` |"),
 			[]string{"settings adamw: `lr_warmup` has no meaning written"}},

@@ -363,11 +363,10 @@ func (c *config) resolve(key string) ([]string, any, error) {
 			if t.Kind() != reflect.Struct {
 				return nil, nil, fmt.Errorf("%s is not a table of settings", strings.Join(canon, "."))
 			}
-			name, err := schemaOf(t).canonical(p, strings.Join(canon, ".")+".")
-			if err != nil {
+			if err := schemaOf(t).check(p, strings.Join(canon, ".")+"."); err != nil {
 				return nil, nil, err
 			}
-			canon, t = append(canon[:len(canon):len(canon)], name), schemaOf(t).fields[name].typ
+			canon, t = append(canon[:len(canon):len(canon)], p), schemaOf(t).fields[p].typ
 		}
 		if t.Kind() == reflect.Struct {
 			return nil, nil, fmt.Errorf("%s is a table of settings: set one of them", strings.Join(canon, "."))
@@ -402,10 +401,10 @@ func (c *config) findSetting(key string) ([]string, error) {
 	var walk func(t reflect.Type, at []string)
 	walk = func(t reflect.Type, at []string) {
 		sc := schemaOf(t)
-		if name, err := sc.canonical(key, ""); err == nil {
-			found = append(found, append(at[:len(at):len(at)], name))
+		if sc.check(key, "") == nil {
+			found = append(found, append(at[:len(at):len(at)], key))
 		}
-		known = append(known, sc.known()...)
+		known = append(known, sc.names...)
 		for _, name := range sc.names {
 			if f := sc.fields[name]; f.typ.Kind() == reflect.Struct {
 				walk(f.typ, append(at[:len(at):len(at)], name))

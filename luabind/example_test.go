@@ -32,18 +32,18 @@ func Example_config() {
 
 // A misspelt key is an error naming it, with the closest known key.
 func Example_configUnknownKey() {
-	run([]string{"kl_coeff=0.1"}, `
+	run([]string{"betta=0.1"}, `
 		local rook = require("rook")
 		rook.config{ steps = 200, grpo = { beta = 0.005 } }
 	`)
-	// Output: example.lua:3: command line: unknown key "kl_coeff" (did you mean "kl_coef"?)
+	// Output: example.lua:3: command line: unknown key "betta" (did you mean "beta"?)
 }
 
 // A section holds one engine call's settings: those the recipe gives, and every other one at
-// the call's default. The command line reaches a setting by its name (beta, or kl_coef, TRL's
-// PPO name for it) or with its section (grpo.epsilon); the call takes the section as it is.
+// the call's default. The command line reaches a setting by its name (beta) or with its section
+// (grpo.epsilon); the call takes the section as it is.
 func Example_configSections() {
-	run([]string{"kl_coef=0.01", "grpo.epsilon=0.1"}, `
+	run([]string{"beta=0.01", "grpo.epsilon=0.1"}, `
 		local rook = require("rook")
 		local cfg = rook.config{ steps = 200, grpo = { beta = 0.005 } }
 		print(cfg.grpo.beta, cfg.grpo.epsilon, cfg.grpo.loss_type, rook.grpo.defaults(cfg.grpo).beta)

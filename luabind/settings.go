@@ -16,21 +16,18 @@ import (
 
 // One decoder reads every option table of the Lua API into a Go struct, the settings of
 // recipe sections included. A struct names each setting once: the field's json tag is its
-// name; an alias tag lists the other names that reach it (TRL's, `alias:"kl_coef"`).
-// Embedded structs contribute their settings as the outer struct's; a named struct field is
+// one name, TRL's where TRL has the setting. Embedded structs contribute their settings as the outer struct's; a named struct field is
 // a group of its own (policy = {best_rank = 0.5}), given as a sub-table; a pointer field takes a userdata of that type (policy = a rook.model); fields
 // tagged "-" or without a json tag are not settings.
 
 type schema struct {
-	fields map[string]field  // canonical name → field
-	alias  map[string]string // alias → canonical name
-	names  []string          // canonical names in declaration order
+	fields map[string]field // name → field
+	names  []string         // names in declaration order
 }
 
 type field struct {
-	index   []int // reflect path through embedded structs
-	typ     reflect.Type
-	aliases []string
+	index []int // reflect path through embedded structs
+	typ   reflect.Type
 }
 
 var schemas sync.Map // reflect.Type → *schema
@@ -39,7 +36,7 @@ func schemaOf(t reflect.Type) *schema {
 	if s, ok := schemas.Load(t); ok {
 		return s.(*schema)
 	}
-	s := &schema{fields: map[string]field{}, alias: map[string]string{}}
+	s := &schema{fields: map[string]field{}}
 	s.collect(t, nil)
 	schemas.Store(t, s)
 	return s
@@ -60,13 +57,7 @@ func (s *schema) collect(t reflect.Type, prefix []int) {
 		if _, dup := s.fields[name]; !dup {
 			s.names = append(s.names, name)
 		}
-		fd := field{index: index, typ: f.Type} // an outer field shadows an embedded one
-		for _, a := range strings.Split(f.Tag.Get("alias"), ",") {
-			if a != "" {
-				s.alias[a], fd.aliases = name, append(fd.aliases, a)
-			}
-		}
-		s.fields[name] = fd
+		s.fields[name] = field{index: index, typ: f.Type} // an outer field shadows an embedded one
 	}
 }
 
@@ -77,26 +68,13 @@ func (e *UnknownOptionError) Error() string {
 	return fmt.Sprintf("unknown %s %q%s", cmp.Or(e.What, "option"), e.Key, e.Suggestion)
 }
 
-// canonical returns the name of the setting key names (itself or the setting it is an alias
-// of), or an error for an unknown key, with a suggestion among this struct's own names.
-func (s *schema) canonical(key, path string) (string, error) {
+// check returns nil for the name of a setting, or an error for an unknown key, with a
+// suggestion among this struct's own names.
+func (s *schema) check(key, path string) error {
 	if _, ok := s.fields[key]; ok {
-		return key, nil
+		return nil
 	}
-	if c, ok := s.alias[key]; ok {
-		return c, nil
-	}
-	return "", &UnknownOptionError{Key: path + key, Suggestion: didYouMean(key, s.known())}
-}
-
-// known lists every accepted name, canonical names first.
-func (s *schema) known() []string {
-	out := slices.Clone(s.names)
-	for a := range s.alias {
-		out = append(out, a)
-	}
-	slices.Sort(out[len(s.names):])
-	return out
+	return &UnknownOptionError{Key: path + key, Suggestion: didYouMean(key, s.names)}
 }
 
 // options reads argument n of a call, an optional option table, into *dst over the defaults
@@ -123,7 +101,7 @@ func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
 		return fmt.Errorf("want a table of settings, got %s", shownLua(v))
 	}
 	s := schemaOf(dst.Type())
-	given := map[string]string{} // canonical → the key that gave it
+	given := map[string]bool{}
 	var keys []string
 	var err error
 	realTable(t).ForEach(func(k, _ lua.LValue) { // a module's settings, seen read-only, read through
@@ -135,30 +113,18 @@ func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
 	})
 	slices.Sort(keys)
 	for _, key := range keys {
-		c, e := s.canonical(key, path)
-		switch {
-		case err != nil:
-		case e != nil:
-			err = e
-		case given[c] != "":
-			err = fmt.Errorf("option %q is given twice, as %q, %q", path+c, path+given[c], path+key)
-		default:
-			given[c] = key
+		if err == nil {
+			err, given[key] = s.check(key, path), true
 		}
 	}
-	for _, c := range s.names {
-		key, ok := given[c]
-		if !ok || err != nil {
+	for _, key := range s.names {
+		if !given[key] || err != nil {
 			continue
 		}
-		f, x := dst.FieldByIndex(s.fields[c].index), realTable(t).RawGetString(key)
+		f, x := dst.FieldByIndex(s.fields[key].index), realTable(t).RawGetString(key)
 		_, isTable := x.(*lua.LTable)
 		if err = setField(f, x, path+key+"."); err != nil && !(f.Kind() == reflect.Struct && isTable) {
-			label := fmt.Sprintf("option %q", path+key)
-			if key != c {
-				label += " (" + c + ")"
-			}
-			err = fmt.Errorf("%s: %w", label, err) // a nested table names its keys by their path
+			err = fmt.Errorf("option %q: %w", path+key, err) // a nested table names its keys by their path
 		}
 	}
 	return err

@@ -53,9 +53,7 @@ const (
 )
 
 // Config holds every setting of a GRPO step. Each field's json tag is its one name in
-// option tables, recipe configs, checkpoints and metrics, TRL's where TRL has the setting;
-// kl_coef (TRL's PPO name) reaches beta, and the names this project used before are refused
-// with the new one (renamed).
+// option tables, recipe configs, checkpoints and metrics, TRL's where TRL has the setting.
 type Config struct {
 	// Advantages.
 	ScaleRewards Scale   `json:"scale_rewards"`
@@ -70,7 +68,7 @@ type Config struct {
 	LossType                LossType    `json:"loss_type"`
 	SAPOTemperaturePos      float64     `json:"sapo_temperature_pos"` // sapo's τ where A > 0
 	SAPOTemperatureNeg      float64     `json:"sapo_temperature_neg"` // and where A ≤ 0
-	Beta                    float64     `json:"beta" alias:"kl_coef"` // KL coefficient; 0 never runs the reference
+	Beta                    float64     `json:"beta"`                 // KL coefficient; 0 never runs the reference
 	KLEstimator             KLEstimator `json:"kl_estimator"`
 	// KLClamp bounds each token's KL estimate to [−kl_clamp, kl_clamp], with no gradient
 	// where it binds; 0 leaves it unbounded (TRL). k3 is unbounded above: one sampled token
