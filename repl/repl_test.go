@@ -174,10 +174,10 @@ func TestCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for line, want := range map[string]string{
-		"rook.lo":         "rook.load",
+		"rook.lo":          "rook.load",
 		"x = rook.grpo.st": "x = rook.grpo.step",
-		"m:roll":          "m:rollout",
-		"print(m:gen":     "print(m:generate",
+		"m:roll":           "m:rollout",
+		"print(m:gen":      "print(m:generate",
 	} {
 		got := env.Complete(line)
 		if len(got) == 0 || got[0] != want {
