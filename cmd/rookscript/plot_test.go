@@ -350,6 +350,13 @@ func TestPlotFigure(t *testing.T) {
 			"eval: A: shares (n = 128)": {[]string{"eval/a_fen_exact"}, true},
 			"eval: other":               {[]string{"eval/p_mean_moves"}, false},
 		}, 2, 2},
+		{"the signal's panels: no-signal shares, dynamic sampling", []plotRun{{name: "a", series: map[string][]metricPoint{
+			"frac_reward_zero_std": pts(0.1), "no_signal/P": pts(0.2), "no_signal/A": pts(0),
+			"dynamic/draws": pts(2), "dynamic/groups_dropped": pts(1), "dynamic/groups_kept": pts(8)}}}, map[string]want{
+			"batch shares":                   {[]string{"frac_reward_zero_std", "no_signal/P", "no_signal/A"}, true},
+			"dynamic sampling: draws a step": {[]string{"dynamic/draws"}, false},
+			"dynamic sampling: groups":       {[]string{"dynamic/groups_dropped", "dynamic/groups_kept"}, false},
+		}, 3, 1},
 		{"a panel some run has", []plotRun{
 			{name: "a", series: map[string][]metricPoint{"kl": pts(0.1)}},
 			{name: "b", series: map[string][]metricPoint{"grad_norm": pts(1), "eval/a_format": pts(0.5)}},
