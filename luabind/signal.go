@@ -81,7 +81,8 @@ type signalSummary struct {
 	steps map[string]int
 }
 
-var signalKeys = []string{"frac_reward_zero_std", "no_signal/P", "no_signal/A"}
+var signalKeys = []string{"frac_reward_zero_std", "no_signal/P", "no_signal/A",
+	"dynamic/draws", "dynamic/groups_drawn", "dynamic/groups_dropped"}
 
 func (s *signalSummary) add(m map[string]float64) {
 	for _, k := range signalKeys {
@@ -96,9 +97,10 @@ func (s *signalSummary) add(m map[string]float64) {
 }
 
 // line is the summary's line, "" when no step reported frac_reward_zero_std; a task's mean is
-// over the steps that had its groups:
+// over the steps that had its groups; with dynamic sampling, what it dropped to get there:
 //
 //	no signal    0.27 of groups (frac_reward_zero_std, mean of 60 steps): P: 0.05, A: 0.49
+//	no signal    0.00 of groups (frac_reward_zero_std, mean of 60 steps): P: 0.00, A: 0.00; dynamic sampling dropped 36 of 640 groups drawn, 1.33 draws a step
 func (s *signalSummary) line() string {
 	n := s.steps["frac_reward_zero_std"]
 	if n == 0 {
@@ -114,6 +116,10 @@ func (s *signalSummary) line() string {
 		}
 		fmt.Fprintf(&b, "%s%s: %.2f", sep, t.name, s.sum[k]/float64(s.steps[k]))
 		sep = ", "
+	}
+	if d := s.steps["dynamic/draws"]; d > 0 {
+		fmt.Fprintf(&b, "; dynamic sampling dropped %.0f of %.0f groups drawn, %.2f draws a step",
+			s.sum["dynamic/groups_dropped"], s.sum["dynamic/groups_drawn"], s.sum["dynamic/draws"]/float64(d))
 	}
 	return b.String()
 }

@@ -91,3 +91,20 @@ func TestNoSignalCounts(t *testing.T) {
 		t.Error("a summary line without a step")
 	}
 }
+
+// TestSignalSummaryDynamic: with dynamic sampling the summary's line adds what it dropped over
+// the run and its draws a step; without, it says nothing of it.
+func TestSignalSummaryDynamic(t *testing.T) {
+	var s signalSummary
+	s.add(map[string]float64{"frac_reward_zero_std": 0, "no_signal/P": 0, "dynamic/draws": 2, "dynamic/groups_drawn": 16, "dynamic/groups_dropped": 3})
+	s.add(map[string]float64{"frac_reward_zero_std": 0, "no_signal/P": 0, "dynamic/draws": 1, "dynamic/groups_drawn": 8, "dynamic/groups_dropped": 0})
+	want := "0.00 of groups (frac_reward_zero_std, mean of 2 steps): P: 0.00; dynamic sampling dropped 3 of 24 groups drawn, 1.50 draws a step"
+	if got := s.line(); got != want {
+		t.Errorf("line %q\nwant %q", got, want)
+	}
+	var off signalSummary
+	off.add(map[string]float64{"frac_reward_zero_std": 0.25})
+	if got := off.line(); strings.Contains(got, "dynamic") {
+		t.Errorf("without dynamic sampling: %q", got)
+	}
+}
