@@ -328,7 +328,7 @@ func TestFaultResumeConfig(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	runDir := filepath.Join(tmp, "run")
-	code, out, errOut := rookscript(t, tmp, nil, tinyGRPO(runDir, "steps=2", "save_every=2", "kl_coef=0.05", "seed=3")...)
+	code, out, errOut := rookscript(t, tmp, nil, tinyGRPO(runDir, "steps=2", "save_every=2", "beta=0.05", "seed=3")...)
 	wantExit(t, "first run", code, 0, out, errOut)
 
 	code, out, errOut = rookscript(t, tmp, nil, grpoRecipe, "resume="+runDir, "steps=3")
@@ -340,7 +340,7 @@ func TestFaultResumeConfig(t *testing.T) {
 	cfg := checkpointState(t, runDir, 3)["config"].(map[string]any)
 	grpo, rollout := cfg["grpo"].(map[string]any), cfg["rollout"].(map[string]any)
 	if grpo["beta"] != 0.05 || cfg["seed"] != 3.0 || cfg["steps"] != 3.0 || rollout["max_new_tokens"] != 8.0 {
-		t.Fatalf("checkpoint after resume records config %v, want the recorded beta (given as kl_coef) 0.05, seed 3, max_new_tokens 8 and steps 3", cfg)
+		t.Fatalf("checkpoint after resume records config %v, want the recorded beta (given by its bare name) 0.05, seed 3, max_new_tokens 8 and steps 3", cfg)
 	}
 
 	code, out, errOut = rookscript(t, tmp, nil, grpoRecipe, "resume="+runDir, "steps=4", "lr=0.5")
@@ -364,7 +364,7 @@ func TestFaultResumeConfig(t *testing.T) {
 		{[]string{"seed=4"}, "seed cannot change in the middle of a run"},
 		{[]string{"max_ply=30"}, "max_ply cannot change in the middle of a run (it ran with 20, the command line gives 30)"},
 		{[]string{"run_dir=" + filepath.Join(tmp, "other")}, "names another directory"},
-		{[]string{"kl_coeff=1"}, `unknown key "kl_coeff" (did you mean "kl_coef"?)`},
+		{[]string{"betta=1"}, `unknown key "betta" (did you mean "beta"?)`},
 	} {
 		code, out, errOut := rookscript(t, tmp, nil, append([]string{grpoRecipe, "resume=" + runDir}, c.args...)...)
 		wantExit(t, strings.Join(c.args, " "), code, 2, out, errOut) // config errors exit 2
