@@ -146,6 +146,9 @@ func (e *Env) luaConfig(L *lua.LState) int {
 		rec[k] = values[k]
 		if s := sectionNamed(k); s != nil {
 			p, err := s.read(fromGo(L, values[k]), k+".")
+			if oe := (*OptionError)(nil); errors.As(err, &oe) {
+				err = &ConfigError{Key: oe.Key, Err: err} // its message as the decoder wrote it
+			}
 			if err != nil {
 				raiseConfig(L, err)
 			}

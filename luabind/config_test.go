@@ -118,6 +118,7 @@ func TestConfigSectionsAndRules(t *testing.T) {
 		{"inf in toml", "[grpo]\nbeta = inf\n", nil, "", "grpo.beta", toml},
 		{"misspelt setting", "", []string{"grpo.klcoef=1"}, "", "grpo.klcoef", "command line"},
 		{"a section's check", "", []string{"grpo.beta=-1"}, "", "", ""},
+		{"an integer setting given a fraction", "", []string{"grpo.num_iterations=2.5"}, "", "grpo.num_iterations", ""},
 		{"rule: integer", "", []string{"steps=0"}, "", "steps", ""},
 		{"rule: interval", "", []string{"frac=1.5"}, "", "frac", ""},
 		{"rule: one of", "", []string{"mode=c"}, "", "mode", ""},

@@ -68,6 +68,16 @@ func (e *UnknownOptionError) Error() string {
 	return fmt.Sprintf("unknown %s %q%s", cmp.Or(e.What, "option"), e.Key, e.Suggestion)
 }
 
+// OptionError is a value a setting cannot take: the setting by its path ("policy.best_rank"
+// inside policy = {...}; "grpo.beta" in a config's section) and why.
+type OptionError struct {
+	Key string
+	Err error
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("option %q: %v", e.Key, e.Err) }
+func (e *OptionError) Unwrap() error { return e.Err }
+
 // check returns nil for the name of a setting, or an error for an unknown key, with a
 // suggestion among this struct's own names.
 func (s *schema) check(key, path string) error {
@@ -124,7 +134,7 @@ func decodeValue(v lua.LValue, dst reflect.Value, path string) error {
 		f, x := dst.FieldByIndex(s.fields[key].index), realTable(t).RawGetString(key)
 		_, isTable := x.(*lua.LTable)
 		if err = setField(f, x, path+key+"."); err != nil && !(f.Kind() == reflect.Struct && isTable) {
-			err = fmt.Errorf("option %q: %w", path+key, err) // a nested table names its keys by their path
+			err = &OptionError{Key: path + key, Err: err} // a nested table names its keys by their path
 		}
 	}
 	return err
