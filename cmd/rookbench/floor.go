@@ -26,8 +26,7 @@ import (
 // Every workload has one floor: per phase, its weight products' FLOPs at the GEMM rate or the
 // bytes it must read beyond what the last-level cache keeps at the memory bandwidth, whichever
 // takes longer (a phase can stream while it computes, so the two overlap at best); the phases
-// one after another (each needs the one before). An optimizer update is such a phase, of
-// bytes alone (adamWork). The rate is the fastest product kernel the
+// one after another (each needs the one before); an optimizer update is one of bytes alone. The rate is the fastest product kernel the
 // machine runs (the engine's MatMul, OpenBLAS under each family the processor runs, or
 // cuBLAS), and both rates are the best sampled in the section's own rounds, so that a floor
 // and its workload meet the same machine. Attention's FLOPs are not counted: they are not
@@ -73,18 +72,11 @@ func weights(cfg gpt2.Config, head bool) float64 {
 // attention, reading the keys and values of cached positions.
 func decodeWork(cfg gpt2.Config, rows int, cached float64) []phase {
 	w := weights(cfg, true)
-	return []phase{
-		{flop: 2 * w * float64(rows), bytes: 4 * w},
-		{bytes: cached * 8 * float64(cfg.NumLayers*cfg.Channels)},
-	}
+	return []phase{{flop: 2 * w * float64(rows), bytes: 4 * w}, {bytes: cached * 8 * float64(cfg.NumLayers*cfg.Channels)}}
 }
 
-// adamWork is an AdamW update of every parameter of cfg: a sweep that reads each parameter,
-// its gradient and its two moments (16 bytes; the writes back are not counted), after the
-// backward it needs. No product: a phase of memory alone.
-func adamWork(cfg gpt2.Config) phase {
-	return phase{bytes: 16 * float64(gpt2.NewLayout(cfg).Total)}
-}
+// adamWork is an AdamW update of cfg: each parameter, gradient and moment read (writes not counted).
+func adamWork(cfg gpt2.Config) phase { return phase{bytes: 16 * float64(gpt2.NewLayout(cfg).Total)} }
 
 // grpoWork is what a GRPO step must compute: the rollout's prefill, then each decode step's
 // products (every live row through every weight) and attention (each prompt's cached

@@ -110,22 +110,19 @@ func (b *bench) runSteps() {
 	}
 	for i, w := range []struct {
 		key, op, title string
-		passes         float64
+		work           []phase // forward and backward: three passes of products
 	}{
-		{"forward", "forward", fmt.Sprintf("forward, LM head + log-softmax on all %d rows", rows), 1},
-		{"train_step", "train", "train step as the engine trains (ZeroGrads, ForwardBackward, AdamW)", 3},
+		{"forward", "forward", fmt.Sprintf("forward, LM head + log-softmax on all %d rows", rows), []phase{{flop: flop}}},
+		{"train_step", "train", "train step as the engine trains (ZeroGrads, ForwardBackward, AdamW)",
+			[]phase{{flop: 3 * flop}, adamWork(gpt2.RookWorld124M)}},
 	} {
 		group := fmt.Sprintf("GPT-2 124M %s, B=%d T=%d", w.title, b.batch, b.seq)
 		eng, peer := &contender{name: "engine", run: steps[i], err: engErr}, &contender{name: "torch", err: torErr}
 		if torch != nil {
 			peer.run = func() (sample, error) { return torch.Do(w.op) }
 		}
-		work := []phase{{flop: w.passes * flop}}
-		if w.key == "train_step" {
-			work = append(work, adamWork(gpt2.RookWorld124M))
-		}
 		r := b.measure(group, w.key, b.runs, 1, eng, peer)
-		b.versus(group, w.key, "torch", eng, peer, wallMS, "ms", r.ms(work...), r.atPeak(work...))
+		b.versus(group, w.key, "torch", eng, peer, wallMS, "ms", r.ms(w.work...), r.atPeak(w.work...))
 		b.train = eng.series(wallMS) // kept from the last, the train step
 	}
 }
@@ -343,10 +340,9 @@ func (b *bench) runGRPO() {
 		b.failure("grpo", steps.err)
 		return
 	}
-	floors, peaks := make([][]float64, len(phases)), make([][]float64, len(phases))
+	floors, peaks, opt := make([][]float64, len(phases)), make([][]float64, len(phases)), adamWork(b.model.Config)
 	for _, w := range batches { // by phase: rollout, reference, update (three passes and AdamW), the whole step
 		roll, f := grpoWork(b.model.Config, w)
-		opt := adamWork(b.model.Config)
 		for k, work := range [][]phase{roll, {f}, {f, f, f, opt}, slices.Concat(roll, []phase{f, f, f, f, opt})} {
 			floors[k], peaks[k] = append(floors[k], r.ms(work...)/1e3), append(peaks[k], r.atPeak(work...)/1e3)
 		}
@@ -468,8 +464,7 @@ func runMemCase(name string, threads int) (err error) {
 
 // grpoMem sets up a GRPO run, ends setup (memory returned, the peak reset) and takes steps
 // steps, its peak read after them.
-func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, steps int) (
-	memResult, error) {
+func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, steps int) (memResult, error) {
 	var r memResult
 	policy, err := newModel(nil, spec, threads)
 	if err != nil {
@@ -704,7 +699,7 @@ func (p *torchProc) Close() {
 	})
 }
 
-// llmcStep matches llm.c's step lines: "step 3: train loss 5.123 (took 15012.3 ms)".
+// llmcStep matches llm.c's step lines ("step N: train loss L (took T ms)"): T is the step's time.
 var llmcStep = regexp.MustCompile(`^step\s+\d+: train loss \S+ \(took ([0-9.eE+-]+) ms\)`)
 
 // llmcStepMS reads llm.c's output until it has warmup+runs steps and returns the last runs'.
