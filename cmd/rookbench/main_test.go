@@ -244,11 +244,9 @@ func TestKernelSamplers(t *testing.T) {
 		t.Fatal(err)
 	}
 	own, peak := cpu.BLASCoreName(), fmaPeak(2)
-	if peak.sample == nil {
-		t.Skip("the processor has no FMA")
-	}
-	best := rate(peak.sample())
-	if !strings.Contains(peak.name, "FMAs on 2 threads") || !(best > 0) {
+	if peak.sample == nil { // a processor without FMA has no peak to measure; its products still run
+		t.Log("the processor has no FMA: no FMA peak")
+	} else if best := rate(peak.sample()); !strings.Contains(peak.name, "FMAs on 2 threads") || !(best > 0) {
 		t.Errorf("%s: %v GFLOP/s", peak.name, best)
 	}
 	for _, k := range cpuKernels(own, cpu.BLASFamilies()) {
@@ -260,7 +258,7 @@ func TestKernelSamplers(t *testing.T) {
 		if _, fam, _ := strings.Cut(k, "_"); k != "matmul" && !strings.Contains(s.name, "OpenBLAS "+fam) {
 			t.Errorf("kernel %s: sampler %q", k, s.name)
 		}
-		t.Logf("%s: %.1f GFLOP/s; %s %.1f", s.name, rate(s.sample()), peak.name, rate(peak.sample()))
+		t.Logf("%s: %.1f GFLOP/s", s.name, rate(s.sample()))
 	}
 }
 
