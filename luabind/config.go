@@ -57,9 +57,13 @@ func (e *ConfigError) String() string { return e.Error() }
 
 const configErrorType = "rook.config_error"
 
-// raiseConfig raises err as a config error at the calling recipe's line.
+// raiseConfig raises err as a config error at the calling recipe's line; a value the settings
+// decoder refused names its key.
 func raiseConfig(L *lua.LState, err error) {
 	ce := &ConfigError{Err: err}
+	if oe := (*OptionError)(nil); errors.As(err, &oe) {
+		ce.Key = oe.Key
+	}
 	errors.As(err, &ce) // a *ConfigError keeps its fields
 	ce.At = strings.TrimSuffix(L.Where(1), ":")
 	L.Error(newUserData(L, configErrorType, ce), 1)
@@ -146,9 +150,6 @@ func (e *Env) luaConfig(L *lua.LState) int {
 		rec[k] = values[k]
 		if s := sectionNamed(k); s != nil {
 			p, err := s.read(fromGo(L, values[k]), k+".")
-			if oe := (*OptionError)(nil); errors.As(err, &oe) {
-				err = &ConfigError{Key: oe.Key, Err: err} // its message as the decoder wrote it
-			}
 			if err != nil {
 				raiseConfig(L, err)
 			}
