@@ -23,15 +23,15 @@ import (
 	"github.com/rookscript/rookscript/engine/rollout"
 )
 
-// Every workload has one floor: per phase, its weight products' FLOPs at the GEMM rate or the
-// bytes it must read beyond what the last-level cache keeps at the memory bandwidth, whichever
-// takes longer (a phase can stream while it computes, so the two overlap at best); the phases
-// one after another (each needs the one before); an optimizer update is one of bytes alone. The rate is the fastest product kernel the
-// machine runs (the engine's MatMul, OpenBLAS under each family the processor runs, or
-// cuBLAS), and both rates are the best sampled in the section's own rounds, so that a floor
-// and its workload meet the same machine. Attention's FLOPs are not counted: they are not
-// products at the GEMM rate. Every term is a lower bound, so a workload faster than its floor
-// is a bench bug, as is a rate above the FMA peak (every core's independent FMAs, peak.c).
+// Every workload has one floor. Per phase it is the weight products' FLOPs at the GEMM rate or
+// the bytes read beyond what the last-level cache keeps at the memory bandwidth, whichever takes
+// longer (streaming and computing overlap at best); the phases add up (each needs the one
+// before); an optimizer update is bytes alone. The GEMM rate is the fastest product kernel the
+// machine runs (the engine's MatMul, OpenBLAS under each family the processor runs, or cuBLAS);
+// both rates are the best sampled in the section's own rounds, so that a floor and its workload
+// meet the same machine. Attention's FLOPs are not counted: they are not products at the GEMM
+// rate. Every term is a lower bound, so a workload faster than its floor is a bench bug, as is
+// a rate above the FMA peak (every core's independent FMAs, peak.c).
 
 // phase is part of a workload: its products' FLOPs and the bytes it reads from memory.
 type phase struct{ flop, bytes float64 }
@@ -128,8 +128,7 @@ func (b *bench) measure(group, key string, runs, repeat int, cs ...*contender) r
 	alternate(key, b.warmup, runs, append(cs, rc, mc)...)
 	gs, bs := rc.series(rate), mc.series(rate)
 	r.gflops, r.gbps, r.peak = gs.best(true), bs.best(true), cmp.Or(b.peak, r.peak)
-	b.add(valueRow(group, "floor."+key+"_rate", "  floor rate in these rounds: "+rc.name, "GFLOP/s", gs).
-		ofPeak(b.peak))
+	b.add(valueRow(group, "floor."+key+"_rate", "  floor rate in these rounds: "+rc.name, "GFLOP/s", gs).ofPeak(b.peak))
 	b.add(valueRow(group, "floor."+key+"_bandwidth", "  floor bandwidth in these rounds: "+mc.name, "GB/s", bs))
 	return r
 }

@@ -117,7 +117,6 @@ func check(err error) {
 	}
 }
 
-// parseSections turns -only into a set; empty selects every section the device runs.
 // SectionError is an -only section the bench does not have (Device ""), or one that runs on
 // the CPU only, asked of Device, which runs Avail.
 type SectionError struct {
@@ -132,6 +131,7 @@ func (e *SectionError) Error() string {
 	return fmt.Sprintf("-only: section %q runs on the CPU only; -device %s runs %s", e.Section, e.Device, strings.Join(e.Avail, ", "))
 }
 
+// parseSections turns -only into a set; empty selects every section the device runs.
 func parseSections(only, dev string) (map[string]bool, error) {
 	avail, sel := sections, map[string]bool{}
 	if dev != "cpu" {
@@ -263,8 +263,7 @@ func (r Row) ofPeak(peak float64) Row {
 // ratioRow is num/den: the median of the per-run ratios where the runs alternated (paired),
 // else the ratio of the medians; min and max the extreme ratios.
 func ratioRow(group, key, name, note string, num, den series, paired bool) Row {
-	r := Row{Group: group, Key: key, Name: name, Unit: "x"}
-	r.Note = "not measured: " + cmp.Or(num.why, den.why, "no runs")
+	r := Row{Group: group, Key: key, Name: name, Unit: "x", Note: "not measured: " + cmp.Or(num.why, den.why, "no runs")}
 	switch {
 	case !num.ok() || !den.ok():
 	case paired && len(num.v) == len(den.v):
@@ -380,18 +379,16 @@ func cpuName() string {
 	return runtime.GOARCH
 }
 
-// lastLevelCache is the size in bytes of the highest-level cache sysfs lists for CPU 0.
+// lastLevelCache is the size in bytes of the highest-level cache sysfs lists for CPU 0 (its last index).
 func lastLevelCache() int {
-	size := 0
-	for i := 0; ; i++ {
-		raw, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/size", i))
-		s := strings.TrimSpace(string(raw))
-		if err != nil || s == "" {
-			return size
-		}
-		n, _ := strconv.Atoi(strings.TrimRight(s, "KM"))
-		size = n * max(1, map[byte]int{'K': 1 << 10, 'M': 1 << 20}[s[len(s)-1]])
+	sizes, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index[0-9]/size") // sorted
+	if len(sizes) == 0 {
+		return 0
 	}
+	raw, _ := os.ReadFile(sizes[len(sizes)-1])
+	s := strings.TrimSpace(string(raw))
+	n, _ := strconv.Atoi(strings.TrimRight(s, "KM"))
+	return n * max(1, map[string]int{"K": 1 << 10, "M": 1 << 20}[strings.TrimLeft(s, "0123456789")])
 }
 
 func loadAvg() string {

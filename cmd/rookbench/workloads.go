@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -144,9 +143,8 @@ func (b *bench) runLLMC() {
 // genNew decode steps.
 const genPrompts, genGroup, genPromptLen, genNew = 8, 8, 80, 64
 
-// gen8Repeat is how often the 8-row generation and the floor rates' samples run in a round of
-// the generation section: an 8-row generation is far shorter than a 64-row one, and a floor's
-// best rate needs samples enough to miss the moments another process slowed.
+// gen8Repeat is how often the 8-row generation and the floor rates' samples run in a round: an
+// 8-row generation is far shorter, and a best rate needs samples enough to miss a slowed moment.
 const gen8Repeat = 3
 
 // randomPrompts is n prompts of l random tokens, none of them the end-of-text token.
@@ -248,11 +246,9 @@ func (b *bench) runGen() {
 		}
 	}
 	r := b.measure(group, "gen", b.genRuns, gen8Repeat, eng, peer, eng8)
-	// A step reads each prompt's cached positions once (its samples share them), then each row's own.
-	meanCtx := float64(genPromptLen) + float64(genNew+1)/2
-	cached := func(rows, prompts int) float64 {
-		return float64(prompts*genPromptLen) + float64(rows)*(meanCtx-genPromptLen)
-	}
+	// A step reads each prompt's cached positions once (its samples share them), then each row's
+	// own: (genNew+1)/2 on average.
+	cached := func(rows, prompts int) float64 { return float64(prompts*genPromptLen) + float64(rows*(genNew+1))/2 }
 	decode := func(s sample) float64 { return s.decode / genNew }
 	work := decodeWork(cfg, seqs, cached(seqs, genPrompts))
 	b.versus(group, "gen_decode_step", "torch", eng, peer, decode, "ms", r.ms(work...), r.atPeak(work...))
@@ -379,8 +375,7 @@ func (b *bench) runDP() {
 				steps[n] = measured(s)
 			}
 		}
-		name := fmt.Sprintf("step on %d rank(s)", n)
-		b.add(valueRow(group, fmt.Sprintf("engine.dp_step_%d_ranks_s", n), name, "s", steps[n]))
+		b.add(valueRow(group, fmt.Sprintf("engine.dp_step_%d_ranks_s", n), fmt.Sprintf("step on %d rank(s)", n), "s", steps[n]))
 	}
 	b.add(ratioRow(group, "engine.dp_speedup_2", "  speed-up on 2 ranks", "ideal 2", steps[1], steps[2], false))
 }
@@ -388,7 +383,6 @@ func (b *bench) runDP() {
 // dpChild is one rank of the dp section: warm-up, then timed GRPO steps on its share of the
 // prompts; rank 0 prints the steps' seconds as JSON.
 func dpChild(runs, warmup int) error {
-	runtime.GOMAXPROCS(1)
 	c, err := dist.Open()
 	if err != nil {
 		return err
@@ -472,8 +466,7 @@ func grpoMem(spec string, threads, prompts, group, promptLen, newTokens, micro, 
 	}
 	step, err := grpoStepper(policy, 1e-6, randomPrompts(prompts, promptLen, policy.Config.VocabSize, 5),
 		group, newTokens, micro, nil)
-	runtime.GC()
-	debug.FreeOSMemory()
+	debug.FreeOSMemory() // a collection first
 	err = cmp.Or(err, procmem.ResetPeak())
 	longest := 0
 	for i := 0; i < steps && err == nil; i++ {
