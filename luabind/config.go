@@ -1,9 +1,11 @@
 package luabind
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -125,8 +127,10 @@ type resumeInfo struct {
 func (e *Env) luaConfig(L *lua.LState) int {
 	g, err := toGo(L.CheckTable(1))
 	values, ok := g.(map[string]any)
-	if err != nil || !ok {
-		L.ArgError(1, "config defaults must be a table of named values"+errSuffix(err))
+	if msg := "config defaults must be a table of named values"; err != nil {
+		L.ArgError(1, msg+": "+err.Error())
+	} else if !ok {
+		L.ArgError(1, msg)
 	}
 	c := &config{values: values, prov: map[string]any{}, open: map[string]bool{}}
 	c.findOpen(values, "")
@@ -139,7 +143,7 @@ func (e *Env) luaConfig(L *lua.LState) int {
 	var base map[string]any // a resumed run's record: what the layers after it change
 	for i := 0; err == nil && i < len(layers); i++ {
 		if err = c.apply(layers[i]); layers[i].record {
-			base = deepCopy(values).(map[string]any)
+			base = plain(values).(map[string]any)
 		}
 	}
 	if err != nil {
@@ -184,13 +188,6 @@ func (e *Env) luaConfig(L *lua.LState) int {
 	return 1
 }
 
-func errSuffix(err error) string {
-	if err == nil {
-		return ""
-	}
-	return ": " + err.Error()
-}
-
 // config is a config being resolved: its values, the tables that take any key, and where
 // each key's value came from.
 type config struct {
@@ -226,26 +223,7 @@ func flatten(m map[string]any, prefix string, open map[string]bool, ly *layer) {
 // it), a section given as something other than a table.
 func (c *config) check(ly layer) error {
 	for i, key := range ly.keys {
-		var bad any
-		var walk func(v any)
-		walk = func(v any) {
-			switch x := v.(type) {
-			case float64:
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					bad = x
-				}
-			case []any:
-				for _, e := range x {
-					walk(e)
-				}
-			case map[string]any:
-				for _, e := range x {
-					walk(e)
-				}
-			}
-		}
-		walk(ly.values[i])
-		if bad != nil {
+		if bad, ok := nonFinite(ly.values[i]); ok {
 			return &ConfigError{Key: key, Source: ly.source, Value: bad, Reason: fmt.Sprintf("want a finite number, got %g", bad)}
 		}
 		if _, isMap := ly.values[i].(map[string]any); sectionNamed(key) != nil && !isMap {
@@ -254,6 +232,25 @@ func (c *config) check(ly layer) error {
 		}
 	}
 	return nil
+}
+
+// nonFinite finds a NaN or an infinity in v.
+func nonFinite(v any) (float64, bool) {
+	var elems []any
+	switch x := v.(type) {
+	case float64:
+		return x, math.IsNaN(x) || math.IsInf(x, 0)
+	case []any:
+		elems = x
+	case map[string]any:
+		elems = slices.Collect(maps.Values(x))
+	}
+	for _, e := range elems {
+		if bad, ok := nonFinite(e); ok {
+			return bad, true
+		}
+	}
+	return 0, false
 }
 
 // layers are the sources over the recipe's defaults: the resumed run's record or a TOML
@@ -286,7 +283,7 @@ func (e *Env) layers(c *config) ([]layer, error) {
 		if _, err := toml.DecodeFile(path, &file); err != nil {
 			return nil, &ConfigError{Source: ly.source, Reason: err.Error()}
 		}
-		flatten(normalizeTOML(file).(map[string]any), "", c.open, &ly)
+		flatten(plain(file).(map[string]any), "", c.open, &ly)
 		out = append(out, ly)
 		c.values["config"] = path
 	}
@@ -574,10 +571,10 @@ func parseAs(like any, text string) (any, error) {
 		}
 		return nil, fmt.Errorf("want a %s, got %q", typeName(like), text)
 	}
-	v := normalizeTOML(doc["v"])
-	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
+	if _, bad := nonFinite(doc["v"]); bad {
 		return nil, fmt.Errorf("want a finite number, got %q", text)
 	}
+	v := plain(doc["v"])
 	if like == nil {
 		return v, nil
 	}
@@ -598,63 +595,25 @@ func sameType(like, v any) error {
 	return nil
 }
 
+// typeName names a config value's type in messages.
 func typeName(v any) string {
-	switch v.(type) {
-	case float64:
-		return "number"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "table"
-	case nil:
-		return "nil"
-	}
-	return fmt.Sprintf("%T", v)
+	t := fmt.Sprintf("%T", v)
+	return cmp.Or(map[string]string{"float64": "number", "string": "string", "bool": "boolean", "[]interface {}": "list",
+		"map[string]interface {}": "table", "<nil>": "nil"}[t], t)
 }
 
-// normalizeTOML turns TOML's decoded values into toGo's shapes (float64, []any, map).
-func normalizeTOML(v any) any {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case []map[string]any:
-		return normalizeTOML(func() []any {
-			out := make([]any, len(x))
-			for i, e := range x {
-				out[i] = e
-			}
-			return out
-		}())
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeTOML(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalizeTOML(e)
-		}
+// plain is v in toGo's shapes (float64, string, bool, []any, map[string]any) as a deep copy:
+// TOML's integers and arrays of tables become what a Lua table gives. A value JSON cannot hold
+// (a NaN) comes back as it is, for check to refuse.
+func plain(v any) any {
+	var out any
+	if b, err := json.Marshal(v); err == nil && json.Unmarshal(b, &out) == nil {
 		return out
 	}
 	return v
 }
 
-func deepCopy(v any) any { return normalizeTOML(v) } // a copy of maps and lists, as normalizing makes
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // show writes a config value as JSON (maps with sorted keys), the form the record uses.
 func show(v any) string {
