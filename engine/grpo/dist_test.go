@@ -124,7 +124,11 @@ func TestDataParallelEqualsOneRank(t *testing.T) {
 					}
 				}
 				for _, k := range []string{"loss", "pg_loss", "kl", "grad_norm", "entropy", "ratio/mean"} {
-					if g, w := got[s][k], want[s][k]; math.Abs(g-w) > 1e-6*math.Max(1, math.Abs(w)) {
+					tol := 1e-6
+					if k == "grad_norm" { // every gradient, summed over ranks in another order than one rank's
+						tol = 1e-5
+					}
+					if g, w := got[s][k], want[s][k]; math.Abs(g-w) > tol*math.Max(1, math.Abs(w)) {
 						t.Errorf("%s step %d rank %d: %s = %.9g, one rank %.9g", name, s+1, r, k, g, w)
 					}
 				}

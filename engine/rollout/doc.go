@@ -19,7 +19,9 @@
 // whatever batch the forward meets the tokens, so the ratio before the first update is
 // exactly 1 (DESIGN §6.1, §6.2).
 //
-// Randomness: completion j of a prompt draws from its own PCG stream keyed by the call's
-// seed, the prompt's tokens, its occurrence among identical prompts and j, so the same seed
-// gives the same tokens however the prompts are batched.
+// Randomness: the uniform a token is drawn with is Philox4x32-10's (package philox) for the
+// call's seed, the completion's stream and the token's position in the completion. A
+// completion's stream derives from the prompt's tokens, its occurrence among identical
+// prompts and j, so the same seed gives the same tokens however the prompts are batched, and
+// a device that samples computes the same uniforms where it samples, with no state to carry.
 package rollout

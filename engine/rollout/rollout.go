@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/rookscript/rookscript/engine/gpt2"
+	"github.com/rookscript/rookscript/engine/philox"
 )
 
 // EOT is GPT-2's <|endoftext|>: the document separator and the stop token.
@@ -169,13 +169,13 @@ func NewSampler(m *gpt2.Model) *Sampler { return &Sampler{Model: m} }
 
 // completionState is a completion being sampled.
 type completionState struct {
-	c    *Completion
-	row  int // its row in the current distribution
-	slot int32
-	pos  int32 // position of the next token to feed
-	rng  *rand.Rand
-	smp  sampler
-	end  *ender // nil without stop strings or rule
+	c      *Completion
+	row    int // its row in the current distribution
+	slot   int32
+	pos    int32  // position of the next token to feed
+	stream uint64 // its random stream (streamKey)
+	smp    sampler
+	end    *ender // nil without stop strings or rule
 }
 
 // Generate samples cfg.Group completions for each prompt. It stops early with ctx's error
@@ -264,7 +264,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 			}
 			b.Completions[k].Prompt = i
 			states[k] = completionState{c: &b.Completions[k], row: i, slot: int32(k), pos: int32(len(p)),
-				rng: rand.New(rand.NewPCG(cfg.Seed, streamKey(key, occurrence, j))), smp: sampler{shape: cfg.Shaping}}
+				stream: streamKey(key, occurrence, j), smp: sampler{shape: cfg.Shaping}}
 			if stops {
 				states[k].end = newEnder(cfg, promptText)
 			}
@@ -356,7 +356,8 @@ func sampleRows(d gpt2.Dist, active []*completionState, cfg Config) {
 			for k := w; k < len(active); k += workers {
 				st := active[k]
 				r := st.row
-				tok := st.smp.pick(d.Probs[r*v:(r+1)*v], st.rng.Float64())
+				u := philox.Uniform(cfg.Seed, st.stream, uint32(len(st.c.Tokens))) // the token's position in its completion
+				tok := st.smp.pick(d.Probs[r*v:(r+1)*v], u)
 				st.c.Tokens = append(st.c.Tokens, tok)
 				st.c.LogProbs = append(st.c.LogProbs, d.LogProb(r, tok, cfg.Temperature))
 			}
@@ -376,8 +377,8 @@ func promptKey(p []int32) uint64 {
 	return h.Sum64()
 }
 
-// streamKey derives the second PCG seed word of completion j of the occurrence-th copy of a
-// prompt (splitmix64 finalisers keep nearby inputs far apart).
+// streamKey derives the random stream of completion j of the occurrence-th copy of a prompt
+// (splitmix64 finalisers keep nearby inputs far apart).
 func streamKey(prompt uint64, occurrence, j int) uint64 {
 	x := prompt ^ mix(uint64(occurrence)+0x9e3779b97f4a7c15) ^ mix(uint64(j)<<32+1)
 	return mix(x)

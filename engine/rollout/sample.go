@@ -66,9 +66,17 @@ func (h *minHeap) Pop() any          { old := *h; x := old[len(old)-1]; *h = old
 
 // sampler holds scratch space reused from token to token.
 type sampler struct {
-	shape Shaping
-	cands []candidate
-	heap  minHeap
+	shape    Shaping
+	cands    []candidate
+	heap     minHeap
+	partials []float64
+}
+
+// Draw is the token the sampler takes from probability row p with uniform u ∈ [0, 1) under
+// shape: what a device that samples (the CUDA backend's Sample) reproduces bit for bit.
+func Draw(p []float32, u float64, shape Shaping) int32 {
+	s := sampler{shape: shape}
+	return s.pick(p, u)
 }
 
 // pick draws a token from probability row p with uniform u ∈ [0, 1).
@@ -78,7 +86,7 @@ func (s *sampler) pick(p []float32, u float64) int32 {
 	}
 	topP := s.shape.TopP > 0 && s.shape.TopP < 1
 	if s.shape.TopK <= 0 && !topP {
-		return drawFrom(p, u)
+		return s.drawFrom(p, u)
 	}
 	c, mass := s.candidates(p, topP)
 	if topP {
@@ -98,23 +106,44 @@ func (s *sampler) pick(p []float32, u float64) int32 {
 	return c[len(c)-1].id
 }
 
-// drawFrom samples index i with probability p[i]/Σp by walking the cumulative sum.
-func drawFrom(p []float32, u float64) int32 {
+// DrawChunk is how many tokens each partial sum of a draw covers. A device sums a row's
+// chunks in parallel, a thread each, and every backend adds the same numbers in the same
+// order, so that the same probabilities and uniform draw the same token on each.
+const DrawChunk = 1024
+
+// drawFrom samples index i with probability p[i]/Σp: each chunk's sum in order (float64),
+// the total of the chunks' sums in order, then the walk to u·total, first over whole chunks,
+// then within the chunk it ends in. Rounding can leave the walk just short of the target:
+// it then takes the last token with mass before that point.
+func (s *sampler) drawFrom(p []float32, u float64) int32 {
+	n := (len(p) + DrawChunk - 1) / DrawChunk
+	s.partials = slices.Grow(s.partials[:0], n)[:n]
 	total := 0.0
-	for _, v := range p {
-		total += float64(v)
+	for c := range s.partials {
+		sum := 0.0
+		for _, v := range p[c*DrawChunk : min(len(p), (c+1)*DrawChunk)] {
+			sum += float64(v)
+		}
+		s.partials[c], total = sum, total+sum
 	}
-	target, acc, last := u*total, 0.0, 0
-	for i, v := range p {
-		if v > 0 {
-			acc += float64(v)
-			last = i
-			if acc > target {
+	target, acc, c := u*total, 0.0, 0
+	for ; c < n-1 && acc+s.partials[c] <= target; c++ {
+		acc += s.partials[c]
+	}
+	last := -1
+	for i := c * DrawChunk; i < min(len(p), (c+1)*DrawChunk); i++ {
+		if p[i] > 0 {
+			if acc, last = acc+float64(p[i]), i; acc > target {
 				return int32(i)
 			}
 		}
 	}
-	return int32(last) // rounding left acc just below target: the last token with mass
+	for i := c*DrawChunk - 1; last < 0 && i >= 0; i-- { // the chunk reached had no mass
+		if p[i] > 0 {
+			last = i
+		}
+	}
+	return int32(max(last, 0))
 }
 
 // nucleusFloor: tokens below this probability are only looked at when the tokens above it

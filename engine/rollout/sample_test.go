@@ -77,3 +77,39 @@ func TestTopPOnFlatDistribution(t *testing.T) {
 		}
 	}
 }
+
+// TestDrawFromAcrossChunks draws from rows of several chunks: the token drawn is where the
+// cumulative sum crosses u·total (up to rounding), a chunk without mass is never landed in, and
+// a row without mass gives token 0.
+func TestDrawFromAcrossChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	s := sampler{}
+	const v = 3*DrawChunk + 77
+	for trial := range 200 {
+		p := make([]float32, v)
+		for i := range p {
+			if chunk := i / DrawChunk; chunk != 1 && r.IntN(3) == 0 { // chunk 1 has no mass
+				p[i] = r.Float32()
+			}
+		}
+		if trial%2 == 0 {
+			clear(p[2*DrawChunk:]) // the last chunks too: u near 1 must not land there
+		}
+		total, prefix := 0.0, make([]float64, v+1)
+		for i, x := range p {
+			total += float64(x)
+			prefix[i+1] = total
+		}
+		for _, u := range []float64{0, r.Float64(), 0.5, 1 - 0x1p-53} {
+			tok := s.drawFrom(p, u)
+			target, eps := u*total, 1e-9*total
+			if p[tok] <= 0 || prefix[tok] > target+eps || prefix[tok+1] < target-eps {
+				t.Fatalf("trial %d, u = %v: token %d (p %g) does not hold the target %g (prefix %g..%g)",
+					trial, u, tok, p[tok], target, prefix[tok], prefix[tok+1])
+			}
+		}
+	}
+	if tok := s.drawFrom(make([]float32, v), 0.3); tok != 0 {
+		t.Errorf("a row without mass drew %d, want 0", tok)
+	}
+}

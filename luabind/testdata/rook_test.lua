@@ -57,7 +57,7 @@ end
 function T.test_stop_strings_finish_completions()
   local policy = rook.load("random:tiny")
   local ref, opt = policy:reference(), rook.adamw(policy, { lr = 1e-3 })
-  local b = policy:rollout({ "a", "b" }, { group = 8, max_new_tokens = 6, seed = 11, stop = { "e", "o" } })
+  local b = policy:rollout({ "a", "b" }, { group = 8, max_new_tokens = 3, seed = 8, stop = { "e", "o" } })
   local stopped, truncated = 0, 0
   for i = 1, #b do
     local c = b[i]
