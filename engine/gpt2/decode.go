@@ -113,22 +113,32 @@ const PrefillRows = 1024
 // (sequence i at slots[i], positions 0..len-1), and returns the next-token distribution after
 // the last token of every sequence at the given temperature. b.Rows and b.Targets are ignored.
 func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32, temperature float32) (Dist, error) {
+	s, err := m.prefill(kv, b, slots, temperature)
+	if err != nil {
+		return Dist{}, err
+	}
+	return m.dist(s, len(b.Lens), temperature), nil
+}
+
+// prefill runs Prefill up to the logits of the sequences' last tokens, which it leaves in the
+// sampler's buffers.
+func (m *Model) prefill(kv *KVCache, b *Batch, slots []int32, temperature float32) (*sampling, error) {
 	if !(temperature > 0) {
-		return Dist{}, fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
+		return nil, fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
 	}
 	nb := Batch{Tokens: b.Tokens, Lens: b.Lens}
 	if err := nb.Validate(m.Config); err != nil {
-		return Dist{}, err
+		return nil, err
 	}
 	if len(slots) != len(b.Lens) {
-		return Dist{}, fmt.Errorf("gpt2: Prefill got %d slots for %d sequences", len(slots), len(b.Lens))
+		return nil, fmt.Errorf("gpt2: Prefill got %d slots for %d sequences", len(slots), len(b.Lens))
 	}
 	for i, l := range b.Lens {
 		if s := slots[i]; s < 0 || int(s) >= kv.Slots {
-			return Dist{}, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
+			return nil, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
 		}
 		if int(l) > kv.Cap {
-			return Dist{}, fmt.Errorf("gpt2: sequence %d has %d tokens, more than the cache capacity %d", i, l, kv.Cap)
+			return nil, fmt.Errorf("gpt2: sequence %d has %d tokens, more than the cache capacity %d", i, l, kv.Cap)
 		}
 	}
 	m.unshare(kv, slots)
@@ -167,7 +177,7 @@ func (m *Model) Prefill(kv *KVCache, b *Batch, slots []int32, temperature float3
 		first, tok0 = end, tok0+n
 	}
 	m.B.MatMul(s.logits, s.headIn, m.p.wte, backend.Buf{}, r, c, m.Config.VocabSize)
-	return m.dist(s, r, temperature), nil
+	return s, nil
 }
 
 // Decode feeds one token per row: tokens[i] at position pos[i] of cache slot slots[i], whose

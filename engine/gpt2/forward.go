@@ -117,9 +117,9 @@ func (m *Model) outputs(a *activations, r int, entropy bool, out *Output) {
 }
 
 // resize returns s with length n, reusing its storage when it is large enough.
-func resize(s []float32, n int) []float32 {
+func resize[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]float32, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }

@@ -24,4 +24,7 @@
 // completion's stream derives from the prompt's tokens, its occurrence among identical
 // prompts and j, so the same seed gives the same tokens however the prompts are batched, and
 // a device that samples computes the same uniforms where it samples, with no state to carry.
+// On such a backend (gpt2.DeviceSampler), unless top-k or top-p shape the draw, each step's
+// draws run on the device with this package's arithmetic (Draw, DrawChunk), and only their
+// tokens and logprobs reach the host.
 package rollout

@@ -238,10 +238,6 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 	for i := range prompts {
 		prefillSlots[i] = int32(i * g)
 	}
-	d, err := m.Prefill(s.kv, &pb, prefillSlots, cfg.Temperature)
-	if err != nil {
-		return nil, err
-	}
 	states := make([]completionState, slots)
 	seen := map[uint64]int{}
 	for i, p := range prompts {
@@ -257,11 +253,6 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		}
 		for j := range g {
 			k := i*g + j
-			if j > 0 {
-				if err := m.ShareSlot(s.kv, k, i*g, len(p)); err != nil {
-					return nil, err
-				}
-			}
 			b.Completions[k].Prompt = i
 			states[k] = completionState{c: &b.Completions[k], row: i, slot: int32(k), pos: int32(len(p)),
 				stream: streamKey(key, occurrence, j), smp: sampler{shape: cfg.Shaping}}
@@ -270,15 +261,42 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 			}
 		}
 	}
-
 	// The first token of every completion comes from its prompt's prefill distribution.
 	active := make([]*completionState, slots)
 	for k := range states {
 		active[k] = &states[k]
 	}
+	// A backend that samples on the device draws there, unless top-k or top-p shape the draw.
+	onDevice := m.SamplesOnDevice() && cfg.TopK <= 0 && !(cfg.TopP > 0 && cfg.TopP < 1)
+	var d gpt2.Dist
+	var drawn []int32
+	var logps []float32
+	var err error
+	if onDevice {
+		drawn, logps, err = m.PrefillSample(s.kv, &pb, prefillSlots, cfg.Temperature, draws(active, cfg))
+	} else {
+		d, err = m.Prefill(s.kv, &pb, prefillSlots, cfg.Temperature)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range prompts { // the group's other slots read the prompt from its first
+		for k := i*g + 1; k < (i+1)*g; k++ {
+			if err := m.ShareSlot(s.kv, k, i*g, len(p)); err != nil {
+				return nil, err
+			}
+		}
+	}
+
 	var tokens, slotIDs, pos []int32
 	for step := 1; ; step++ {
-		sampleRows(d, active, cfg)
+		if onDevice {
+			for r, st := range active {
+				st.c.Tokens, st.c.LogProbs = append(st.c.Tokens, drawn[r]), append(st.c.LogProbs, logps[r])
+			}
+		} else {
+			sampleRows(d, active, cfg)
+		}
 		b.Stats.NewTokens += len(active)
 		if cfg.Progress != nil {
 			cfg.Progress(step, cfg.MaxNewTokens)
@@ -311,7 +329,12 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 			pos = append(pos, st.pos)
 			st.pos++
 		}
-		if d, err = m.Decode(s.kv, tokens, slotIDs, pos, cfg.Temperature); err != nil {
+		if onDevice {
+			drawn, logps, err = m.DecodeSample(s.kv, tokens, slotIDs, pos, cfg.Temperature, draws(active, cfg))
+		} else {
+			d, err = m.Decode(s.kv, tokens, slotIDs, pos, cfg.Temperature)
+		}
+		if err != nil {
 			return nil, err
 		}
 		b.Stats.DecodeSteps++
@@ -364,6 +387,17 @@ func sampleRows(d gpt2.Dist, active []*completionState, cfg Config) {
 		}(w)
 	}
 	wg.Wait()
+}
+
+// draws are the active completions' next tokens, drawn on the device: each from its row of
+// the distribution, with its stream's uniform at its next position (sampleRows's on the host).
+func draws(active []*completionState, cfg Config) gpt2.Draws {
+	d := gpt2.Draws{Seed: cfg.Seed, Greedy: cfg.Greedy}
+	for _, st := range active {
+		d.Rows, d.Streams = append(d.Rows, int32(st.row)), append(d.Streams, st.stream)
+		d.Positions = append(d.Positions, int32(len(st.c.Tokens)))
+	}
+	return d
 }
 
 // promptKey hashes a prompt's tokens.

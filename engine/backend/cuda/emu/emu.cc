@@ -239,6 +239,7 @@ static const std::map<std::string, Entry>& registry() {
 	    RK_KERNEL(rkcu_sumsq),
 	    RK_KERNEL(rkcu_matmul_nt),
 	    RK_KERNEL(rkcu_matmul_nt16),
+	    RK_KERNEL(rkcu_sample),
 	};
 	return r;
 }
@@ -249,6 +250,8 @@ static const std::map<std::string, Entry>& selftests() {
 	    RK_KERNEL(emutest_unwritten_shared),
 	    RK_KERNEL(emutest_shuffle_exited),
 	    RK_KERNEL(emutest_deadlock),
+	    RK_KERNEL(emutest_philox),
+	    RK_KERNEL(emutest_uniform),
 	};
 	return r;
 }

@@ -30,3 +30,22 @@ extern "C" __global__ void emutest_deadlock(float* out) {
 		__syncthreads();
 	}
 }
+
+// Philox4x32-10 blocks of the device's generator (kernels/philox.cuh), for its known-answer
+// test: in holds n counters and keys (six words each), out gets n blocks (four words each).
+extern "C" __global__ void emutest_philox(int* out, const int* in, int n) {
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		const unsigned int* x = (const unsigned int*)in + 6 * i;
+		rkcu_u32x4 b = rkcu_philox(rkcu_u32x4{{x[0], x[1], x[2], x[3]}}, x[4], x[5]);
+		for (int k = 0; k < 4; k++) out[4 * i + k] = (int)b.w[k];
+	}
+}
+
+// The device's uniforms (kernels/philox.cuh): in holds n (seed, stream) pairs and positions
+// (five words each: seed low, high, stream low, high, position), out gets n uniforms.
+extern "C" __global__ void emutest_uniform(double* out, const int* in, int n) {
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		const unsigned int* x = (const unsigned int*)in + 5 * i;
+		out[i] = rkcu_uniform(x[0] | (unsigned long long)x[1] << 32, x[2] | (unsigned long long)x[3] << 32, x[4]);
+	}
+}

@@ -50,6 +50,7 @@ var (
 	SumSquares          = Kernel{"rkcu_sumsq", "DFLii"}
 	MatMulNT            = Kernel{"rkcu_matmul_nt", "FFFFFiii"}
 	MatMulNT16          = Kernel{"rkcu_matmul_nt16", "FFFFFiii"}
+	Sample              = Kernel{"rkcu_sample", "IFFFFIIIiilif"}
 )
 
 // All lists every kernel; the backend resolves each one when it loads the module.
@@ -58,7 +59,7 @@ var All = []Kernel{
 	ColumnSums, AccumulatePartials, EncoderForward, EncoderBackward,
 	LayerNormForward, LayerNormBackward, AttentionForward, AttentionBackwardDQ,
 	AttentionBackwardKV, KVWrite, AttentionDecode, LogProbsForward, LogProbsBackward, Softmax, AdamW,
-	SumSquares, MatMulNT, MatMulNT16,
+	SumSquares, MatMulNT, MatMulNT16, Sample,
 }
 
 //go:embed sm_80.ptx

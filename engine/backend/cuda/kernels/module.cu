@@ -7,3 +7,4 @@
 #include "logprobs.cu"
 #include "optimizer.cu"
 #include "matmul.cu"
+#include "sample.cu"

@@ -266,6 +266,17 @@ func (b *Backend) UploadI32(dst backend.I32, src []int32) {
 	}
 }
 
+// DownloadI32 copies device integers to the host: tokens sampled on the device.
+func (b *Backend) DownloadI32(dst []int32, src backend.I32) {
+	if len(dst) != src.N {
+		panic("cuda: DownloadI32 size mismatch")
+	}
+	if len(dst) > 0 {
+		b.d.DtoH(unsafe.Pointer(&dst[0]), addrI(src), 4*len(dst))
+		runtime.KeepAlive(src.M)
+	}
+}
+
 func (b *Backend) Copy(dst, src backend.Buf) {
 	sameLen("Copy", dst, src)
 	b.mu.Lock()
@@ -730,6 +741,47 @@ func (b *Backend) Softmax(probs, lse, logits backend.Buf, rows, v int, invTemp f
 	b.launch(kernels.Softmax, D1(b.grid(rows)), D1(rowBlock(v)), 0,
 		argF(probs), argF(lse), argF(logits), argInt(rows), argInt(v), argF32(invTemp))
 }
+
+// Sample makes draws on the device: draw d from row distRows[d] of probs (row d where
+// distRows is nil) with the uniform of seed, its stream and its position, as the CPU sampler
+// draws (rollout.Draw: DrawChunk's partial sums), or with greedy the most probable token;
+// tokens[d] gets the token and logp[d] its logprob, logits[row, token]·invTemp − lse[row].
+// streams holds each draw's 64-bit stream as two words, low first. Shaped sampling (top-k,
+// top-p) stays on the host.
+func (b *Backend) Sample(tokens backend.I32, logp, probs, logits, lse backend.Buf, distRows, streams, positions backend.I32,
+	draws, rows, v int, seed uint64, greedy bool, invTemp float32) {
+	needI("Sample tokens", tokens, draws)
+	need("Sample logp", logp, draws)
+	need("Sample probs", probs, rows*v)
+	need("Sample logits", logits, rows*v)
+	need("Sample lse", lse, rows)
+	if distRows.M != nil {
+		needI("Sample rows", distRows, draws)
+	} else if draws > rows {
+		panic(fmt.Sprintf("cuda: Sample of %d draws from %d rows without their rows", draws, rows))
+	}
+	needI("Sample streams", streams, 2*draws)
+	needI("Sample positions", positions, draws)
+	if v > maxSampleVocab {
+		panic(fmt.Sprintf("cuda: Sample over %d tokens, more than %d", v, maxSampleVocab))
+	}
+	if draws == 0 {
+		return
+	}
+	g := 0
+	if greedy {
+		g = 1
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.launch(kernels.Sample, D1(b.grid(draws)), D1(rowBlock(v)), 0, argI(tokens), argF(logp), argF(probs), argF(logits),
+		argF(lse), argI(distRows), argI(streams), argI(positions), argInt(draws), argInt(v), Arg{Bits: seed, Kind: 'l'},
+		argInt(g), argF32(invTemp))
+}
+
+// maxSampleVocab is the largest vocabulary rkcu_sample draws from: 64 chunks of 1024 tokens
+// (RKCU_DRAW_CHUNKS, RKCU_DRAW_CHUNK).
+const maxSampleVocab = 64 * 1024
 
 // Optimizer.
 

@@ -1,0 +1,238 @@
+package emu
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/rookscript/rookscript/engine/backend"
+	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
+	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
+	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
+	"github.com/rookscript/rookscript/engine/philox"
+	"github.com/rookscript/rookscript/engine/rollout"
+)
+
+// deviceWords runs a self-test kernel of signature (out, in int*, n) over one block: in's
+// words uploaded, outWords·n words of out downloaded.
+func deviceWords(name, outKind string, in []uint32, n, outWords int) []uint64 {
+	d := Driver{}
+	inDev, outDev := d.Alloc(4*len(in), false), d.Alloc(8*n*outWords, true)
+	defer d.Free(inDev)
+	defer d.Free(outDev)
+	d.HtoD(inDev, unsafe.Pointer(&in[0]), 4*len(in))
+	d.Launch(kernels.Kernel{Name: name, Sig: outKind + "Ii"}, launch.D1(1), launch.D1(64), 0,
+		[]launch.Arg{{Bits: uint64(outDev), Kind: outKind[0]}, {Bits: uint64(inDev), Kind: 'I'}, {Bits: uint64(n), Kind: 'i'}})
+	out := make([]uint64, n*outWords)
+	if outKind == "D" {
+		d.DtoH(unsafe.Pointer(&out[0]), outDev, 8*len(out))
+		return out
+	}
+	words := make([]uint32, n*outWords)
+	d.DtoH(unsafe.Pointer(&words[0]), outDev, 4*len(words))
+	for i, w := range words {
+		out[i] = uint64(w)
+	}
+	return out
+}
+
+// TestDevicePhilox holds the device's generator to Random123's known answers and its
+// uniforms to package philox's, bit for bit.
+func TestDevicePhilox(t *testing.T) {
+	kat := []struct{ in, want []uint32 }{
+		{[]uint32{0, 0, 0, 0, 0, 0}, []uint32{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+		{[]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)},
+			[]uint32{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+		{[]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0},
+			[]uint32{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+	}
+	var in []uint32
+	for _, c := range kat {
+		in = append(in, c.in...)
+	}
+	got := deviceWords("emutest_philox", "I", in, len(kat), 4)
+	for i, c := range kat {
+		for k, w := range c.want {
+			if uint32(got[4*i+k]) != w {
+				t.Errorf("block %d word %d: %08x, want %08x", i, k, got[4*i+k], w)
+			}
+		}
+	}
+
+	r := rand.New(rand.NewPCG(1, 2))
+	type draw struct {
+		seed, stream uint64
+		pos          uint32
+	}
+	draws := []draw{{0, 0, 0}, {^uint64(0), ^uint64(0), ^uint32(0)}}
+	for range 200 {
+		draws = append(draws, draw{r.Uint64(), r.Uint64(), r.Uint32N(4096)})
+	}
+	in = in[:0]
+	for _, x := range draws {
+		in = append(in, uint32(x.seed), uint32(x.seed>>32), uint32(x.stream), uint32(x.stream>>32), x.pos)
+	}
+	us := deviceWords("emutest_uniform", "D", in, len(draws), 1)
+	for i, x := range draws {
+		if want := philox.Uniform(x.seed, x.stream, x.pos); us[i] != math.Float64bits(want) {
+			t.Fatalf("uniform %+v: device %v, philox.Uniform %v", x, math.Float64frombits(us[i]), want)
+		}
+	}
+}
+
+// TestDeviceSampleMatchesCPU: rkcu_sample, given the rows the CPU sampler is given, draws the
+// tokens rollout.Draw draws with philox's uniforms and records the logprobs the host computes
+// (gpt2.Dist.LogProb), bit for bit: rows of GPT-2's vocabulary and of a small one whose
+// chunks hold no mass, greedy rows with ties, groups of draws sharing a row (a prompt's
+// prefill), on a grid of one block and of several.
+func TestDeviceSampleMatchesCPU(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		name       string
+		rows, v    int
+		greedy     bool
+		sparse     bool // chunks without mass, the last ones among them
+		gridCap    int
+		temp       float32
+		group      int // draws per row, through their rows (0: one each, in order)
+		wantTokens int // distinct tokens at least, so that the draws are not all alike
+	}{
+		{"gpt-2 vocabulary", 12, 50257, false, false, 0, 0.7, 0, 6},
+		{"chunks without mass", 40, 3*rollout.DrawChunk + 5, false, true, 0, 1, 0, 10},
+		{"greedy with ties", 9, 50257, true, false, 0, 1, 0, 3},
+		{"a full grid", 7, 2000, false, false, 64, 1.3, 0, 3},
+		{"groups sharing a row", 3, 2000, false, false, 0, 1, 8, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := launch.New(Driver{Cap: c.gridCap})
+			probs, logits := make([]float32, c.rows*c.v), make([]float32, c.rows*c.v)
+			draws := c.rows * max(1, c.group)
+			lse, streams, positions := make([]float32, c.rows), make([]int32, 2*draws), make([]int32, draws)
+			var rowOf []int32
+			for d := range draws {
+				if c.group > 0 {
+					rowOf = append(rowOf, int32(d/c.group))
+				}
+				stream := r.Uint64()
+				streams[2*d], streams[2*d+1], positions[d] = int32(uint32(stream)), int32(stream>>32), int32(r.IntN(100))
+			}
+			seed := r.Uint64()
+			for row := range c.rows {
+				p := probs[row*c.v : (row+1)*c.v]
+				for k := range p {
+					switch {
+					case c.sparse && (k/rollout.DrawChunk)%2 == 1:
+					case c.greedy:
+						p[k] = float32(r.IntN(50)) / 64 // many ties for the largest
+					default:
+						p[k] = float32(math.Exp(3 * r.NormFloat64()))
+					}
+					logits[row*c.v+k] = float32(r.NormFloat64() * 4)
+				}
+				lse[row] = float32(r.NormFloat64())
+			}
+			dev := func(x []float32) backend.Buf { buf := b.Alloc(len(x)); b.Upload(buf, x); return buf }
+			devI := func(x []int32) backend.I32 { buf := b.AllocI32(len(x)); b.UploadI32(buf, x); return buf }
+			tokD, logpD, rowsD := b.AllocI32(draws), b.Alloc(draws), backend.I32{}
+			if rowOf != nil {
+				rowsD = devI(rowOf)
+			}
+			b.Sample(tokD, logpD, dev(probs), dev(logits), dev(lse), rowsD, devI(streams), devI(positions), draws, c.rows, c.v,
+				seed, c.greedy, 1/c.temp)
+			toks, logp := make([]int32, draws), make([]float32, draws)
+			b.DownloadI32(toks, tokD)
+			b.Download(logp, logpD)
+			distinct := map[int32]bool{}
+			for d := range draws {
+				row := d
+				if rowOf != nil {
+					row = int(rowOf[d])
+				}
+				stream := uint64(uint32(streams[2*d])) | uint64(uint32(streams[2*d+1]))<<32
+				u := philox.Uniform(seed, stream, uint32(positions[d]))
+				want := rollout.Draw(probs[row*c.v:(row+1)*c.v], u, rollout.Shaping{Greedy: c.greedy})
+				wantLogp := float32(logits[row*c.v+int(want)]*(1/c.temp)) - lse[row]
+				if toks[d] != want || math.Float32bits(logp[d]) != math.Float32bits(wantLogp) {
+					t.Fatalf("draw %d (row %d): device token %d logprob %v, CPU %d %v", d, row, toks[d], logp[d], want, wantLogp)
+				}
+				distinct[want] = true
+			}
+			if len(distinct) < c.wantTokens {
+				t.Errorf("%d distinct tokens in %d draws: the draws do not vary", len(distinct), draws)
+			}
+		})
+	}
+}
+
+// hostOnly is a backend without device sampling: the same kernels, the draws on the host.
+type hostOnly struct{ backend.Backend }
+
+func (hostOnly) BatchInvariant() bool { return true }
+
+// byteCounting is the emulator's driver counting the bytes copied each way.
+type byteCounting struct {
+	Driver
+	toHost, toDevice int
+}
+
+func (c *byteCounting) DtoH(dst unsafe.Pointer, src uintptr, bytes int) {
+	c.toHost += bytes
+	c.Driver.DtoH(dst, src, bytes)
+}
+
+func (c *byteCounting) HtoD(dst uintptr, src unsafe.Pointer, bytes int) {
+	c.toDevice += bytes
+	c.Driver.HtoD(dst, src, bytes)
+}
+
+// TestRolloutSamplesOnDevice: a rollout on a backend that samples on the device draws the
+// tokens and records the logprobs a rollout with the same kernels draws on the host, bit for
+// bit (repeated prompts, groups, the stop token, greedy), and moves 8 bytes a drawn token
+// to the host: its token and logprob, never a row of the distribution.
+func TestRolloutSamplesOnDevice(t *testing.T) {
+	cfg := gpt2test.Tiny()
+	params := gpt2test.Params(cfg, 11, 1)
+	d := &byteCounting{}
+	dev := gpt2test.New(t, launch.New(d), cfg, params)
+	host := gpt2test.New(t, hostOnly{launch.New(Driver{})}, cfg, params)
+	if !dev.SamplesOnDevice() || host.SamplesOnDevice() {
+		t.Fatal("the emulator's backend must sample on the device, its wrapper not")
+	}
+	prompts := [][]int32{{1, 2, 3, 4}, {5, 6}, {1, 2, 3, 4}}
+	for _, greedy := range []bool{false, true} {
+		rc := rollout.Config{Group: 2, MaxNewTokens: 8, Temperature: 0.8, Seed: 5, StopToken: gpt2test.Stop}
+		rc.Greedy = greedy
+		*d = byteCounting{}
+		got, err := rollout.NewSampler(dev).Generate(context.Background(), prompts, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toHost := d.toHost
+		want, err := rollout.NewSampler(host).Generate(context.Background(), prompts, rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := 0
+		for k, c := range want.Completions {
+			g := got.Completions[k]
+			if !slices.Equal(g.Tokens, c.Tokens) || !slices.EqualFunc(g.LogProbs, c.LogProbs, sameBits) || g.Truncated != c.Truncated {
+				t.Fatalf("greedy %v, completion %d: device %v %v, host %v %v", greedy, k, g.Tokens, g.LogProbs, c.Tokens, c.LogProbs)
+			}
+			if !c.Truncated {
+				stopped++
+			}
+		}
+		if !greedy && (stopped == 0 || stopped == len(want.Completions)) {
+			t.Errorf("%d of %d completions stopped: the test should see both ends", stopped, len(want.Completions))
+		}
+		if want := 8 * got.Stats.NewTokens; toHost != want {
+			t.Errorf("greedy %v: %d bytes to the host for %d new tokens, want %d (a token and a logprob each)",
+				greedy, toHost, got.Stats.NewTokens, want)
+		}
+	}
+}
+
+func sameBits(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
