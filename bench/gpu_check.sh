@@ -216,7 +216,7 @@ run() {
 		if command -v compute-sanitizer >/dev/null; then
 			# memcheck over every check; racecheck (shared-memory races, which the emulator's
 			# interleavings may miss) and synccheck (barriers in divergent code) over the kernels.
-			local kernels='TestParity/(Memory|Elementwise|GELU|Rows|Encoder|LayerNorm|MatMul|Attention|AttentionDecode|LogProbs|Softmax|AdamW|SumSquares|Determinism)$'
+			local kernels='TestParity/(Memory|Elementwise|GELU|Rows|Encoder|LayerNorm|MatMul|Attention|AttentionDecode|LogProbs|Softmax|Sample|AdamW|SumSquares|Determinism)$'
 			# (the two rate measurements run the same kernels as the checks, 20 times over)
 			# NCCL probes its kernel images for this GPU at start-up and handles the misses itself:
 			# API errors there are NCCL's, so its check runs without them (memory errors still count).

@@ -55,6 +55,7 @@ func Run(t *testing.T, dev backend.Backend) {
 		{"AttentionDecode", s.AttentionDecode},
 		{"LogProbs", s.LogProbs},
 		{"Softmax", s.Softmax},
+		{"Sample", s.Sample},
 		{"AdamW", s.AdamW},
 		{"SumSquares", s.SumSquares},
 		{"SumSquaresMany", s.SumSquaresMany},
