@@ -208,36 +208,48 @@ func (m *Model) DecodeLogits(kv *KVCache, tokens, slots, pos []int32) ([]float32
 // decode runs a decode step through the LM head and returns the sampler's buffers, with the
 // logits of the len(tokens) rows; nil, and an error if the input is bad, for none.
 func (m *Model) decode(kv *KVCache, tokens, slots, pos []int32) (*sampling, error) {
+	if err := m.checkDecode(kv, tokens, slots, pos); err != nil || len(tokens) == 0 {
+		return nil, err
+	}
 	n := len(tokens)
-	if len(slots) != n || len(pos) != n {
-		return nil, fmt.Errorf("gpt2: Decode got %d tokens, %d slots, %d positions", n, len(slots), len(pos))
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	for i := range n {
-		if t := tokens[i]; t < 0 || int(t) >= m.Config.VocabSize {
-			return nil, fmt.Errorf("gpt2: token %d outside the vocabulary of %d", t, m.Config.VocabSize)
-		}
-		if s := slots[i]; s < 0 || int(s) >= kv.Slots {
-			return nil, fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
-		}
-		if p := pos[i]; p < 0 || int(p) >= kv.Cap {
-			return nil, fmt.Errorf("gpt2: position %d outside the cache capacity %d", p, kv.Cap)
-		}
-		if s := slots[i]; pos[i] < kv.hostShared[2*s+1] {
-			return nil, fmt.Errorf("gpt2: position %d of slot %d is in the %d positions it shares with slot %d", pos[i], s, kv.hostShared[2*s+1], kv.hostShared[2*s])
-		}
-	}
 	a := m.ensureActs(n, 0, false)
 	m.B.UploadI32(a.tok.Slice(0, n), tokens)
 	m.B.UploadI32(a.pos.Slice(0, n), pos)
 	m.B.UploadI32(a.slot.Slice(0, n), slots)
+	return m.decodeFed(a, kv, n), nil
+}
+
+// checkDecode refuses a decode step's input that the cache cannot take.
+func (m *Model) checkDecode(kv *KVCache, tokens, slots, pos []int32) error {
+	n := len(tokens)
+	if len(slots) != n || len(pos) != n {
+		return fmt.Errorf("gpt2: Decode got %d tokens, %d slots, %d positions", n, len(slots), len(pos))
+	}
+	for i := range n {
+		if t := tokens[i]; t < 0 || int(t) >= m.Config.VocabSize {
+			return fmt.Errorf("gpt2: token %d outside the vocabulary of %d", t, m.Config.VocabSize)
+		}
+		if s := slots[i]; s < 0 || int(s) >= kv.Slots {
+			return fmt.Errorf("gpt2: slot %d outside the cache's %d slots", s, kv.Slots)
+		}
+		if p := pos[i]; p < 0 || int(p) >= kv.Cap {
+			return fmt.Errorf("gpt2: position %d outside the cache capacity %d", p, kv.Cap)
+		}
+		if s := slots[i]; pos[i] < kv.hostShared[2*s+1] {
+			return fmt.Errorf("gpt2: position %d of slot %d is in the %d positions it shares with slot %d", pos[i], s, kv.hostShared[2*s+1], kv.hostShared[2*s])
+		}
+	}
+	return nil
+}
+
+// decodeFed runs a decode step of n rows whose tokens, positions and slots a.tok, a.pos and
+// a.slot hold, through the LM head.
+func (m *Model) decodeFed(a *activations, kv *KVCache, n int) *sampling {
 	m.last.valid = false
 	m.trunk(a, n, kv, true, false)
 	s := m.ensureSampling(n)
 	m.B.MatMul(s.logits, a.lnf, m.p.wte, backend.Buf{}, n, m.Config.Channels, m.Config.VocabSize)
-	return s, nil
+	return s
 }
 
 // dist computes the softmax of the first r rows of the sampler's logits and exposes logits,

@@ -3,6 +3,8 @@ package gpt2
 import (
 	"fmt"
 
+	"slices"
+
 	"github.com/rookscript/rookscript/engine/backend"
 )
 
@@ -10,11 +12,13 @@ import (
 // Sample, which draws as package rollout's sampler does on the host). A rollout on one moves
 // each step's tokens and logprobs to the host, 8 bytes a draw, instead of every row's logits
 // and probabilities (8 bytes a row and token of the vocabulary: 25.7 MB a step for 64 rows of
-// GPT-2).
+// GPT-2), and in its steady state nothing to the device: the step's inputs are the last
+// step's, on the device already (AddI32 advances the positions).
 type DeviceSampler interface {
 	Sample(tokens backend.I32, logp, probs, logits, lse backend.Buf, distRows, streams, positions backend.I32,
 		draws, rows, v int, seed uint64, greedy bool, invTemp float32)
 	DownloadI32(dst []int32, src backend.I32)
+	AddI32(x backend.I32, v int32)
 }
 
 // Draws are tokens to draw on the device: draw i from row Rows[i] of the distribution with
@@ -46,26 +50,94 @@ func (m *Model) PrefillSample(kv *KVCache, b *Batch, slots []int32, temperature 
 	return m.sampleOnDevice(s, len(b.Lens), temperature, d)
 }
 
-// DecodeSample is Decode followed by d's draws, made on the device as PrefillSample's.
+// DecodeSample is Decode followed by d's draws, made on the device as PrefillSample's. The
+// step's tokens, positions and slots, and the draws' rows, streams and positions, are taken
+// from the device where it holds them already: the last draws' tokens, the last positions
+// plus one, the last slots, rows and streams. In a rollout's steady state (no completion
+// left the batch) nothing is copied to the device.
 func (m *Model) DecodeSample(kv *KVCache, tokens, slots, pos []int32, temperature float32, d Draws) ([]int32, []float32, error) {
 	if !(temperature > 0) {
 		return nil, nil, fmt.Errorf("gpt2: temperature must be positive, got %g", temperature)
 	}
-	s, err := m.decode(kv, tokens, slots, pos)
-	if s == nil {
+	if err := m.checkDecode(kv, tokens, slots, pos); err != nil || len(tokens) == 0 {
 		return nil, nil, err
 	}
-	return m.sampleOnDevice(s, len(tokens), temperature, d)
+	ds, ok := m.B.(DeviceSampler)
+	if !ok {
+		return nil, nil, fmt.Errorf("gpt2: the %s backend does not sample on the device", m.B.Name())
+	}
+	n := len(tokens)
+	a, w := m.ensureActs(n, 0, false), m.drawing(max(n, len(d.Rows)))
+	own := [3]backend.I32{a.tok, a.pos, a.slot}
+	defer func() { a.tok, a.pos, a.slot = own[0], own[1], own[2] }()
+	a.tok = w.feedTok.Slice(0, n)
+	if slices.Equal(tokens, w.drawn.host) {
+		a.tok = w.drawn.dev.Slice(0, n)
+	} else {
+		m.B.UploadI32(a.tok, tokens)
+	}
+	a.pos, a.slot = w.pos.sync(m.B, ds, pos), w.slot.sync(m.B, ds, slots)
+	return m.sampleOnDevice(m.decodeFed(a, kv, n), n, temperature, d)
 }
 
-// drawing is the device's side of a model's draws: their rows, streams (two words each, low
-// first) and positions going in, their tokens and logprobs coming out.
-type drawing struct {
-	n                                int
-	rows, streams, positions, tokens backend.I32
-	logp                             backend.Buf
-	hostWords, hostTokens            []int32
-	hostLogp                         []float32
+// resident is device integers and the host's copy of what they hold, so that a step can
+// tell what the device has already.
+type resident struct {
+	dev  backend.I32
+	host []int32
+}
+
+// sync makes the first len(want) elements of r.dev hold want and returns them: nothing moves
+// when they do already, one launch adds 1 when want is r's values plus one, else an upload.
+func (r *resident) sync(b backend.Backend, ds DeviceSampler, want []int32) backend.I32 {
+	n := len(want)
+	x := r.dev.Slice(0, n)
+	switch {
+	case slices.Equal(want, r.host):
+	case len(want) == len(r.host) && plusOne(r.host, want):
+		ds.AddI32(x, 1)
+		copy(r.host, want)
+	default:
+		b.UploadI32(x, want)
+		r.host = append(r.host[:0], want...)
+	}
+	return x
+}
+
+// plusOne reports whether b is a plus one, element by element.
+func plusOne(a, b []int32) bool {
+	for i := range a {
+		if b[i] != a[i]+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// drawings is the device's side of a model's draws: the draws' rows, streams (two words each,
+// low first) and positions going in, their tokens and logprobs coming out; and a decode
+// step's positions and slots, and its tokens where they are not the last draws'.
+type drawings struct {
+	n                               int
+	rows, streams, positions, drawn resident
+	pos, slot                       resident
+	feedTok                         backend.I32
+	logp                            backend.Buf
+	words                           []int32
+	hostLogp                        []float32
+}
+
+// drawing returns the model's draw buffers, for n draws or rows at least.
+func (m *Model) drawing(n int) *drawings {
+	if w := m.draw; w != nil && w.n >= n {
+		return w
+	}
+	b := m.B
+	r := func(k int) resident { return resident{dev: b.AllocI32(k)} }
+	w := &drawings{n: n, rows: r(n), streams: r(2 * n), positions: r(n), drawn: r(n), pos: r(n), slot: r(n),
+		feedTok: b.AllocI32(n), logp: b.Alloc(n)}
+	m.draw = w
+	return w
 }
 
 func (m *Model) sampleOnDevice(s *sampling, rows int, temperature float32, d Draws) ([]int32, []float32, error) {
@@ -84,26 +156,19 @@ func (m *Model) sampleOnDevice(s *sampling, rows int, temperature float32, d Dra
 			return nil, nil, fmt.Errorf("gpt2: a draw from row %d of a distribution of %d rows", r, rows)
 		}
 	}
-	w := m.draw
-	if w == nil || w.n < n {
-		b := m.B
-		w = &drawing{n: n, rows: b.AllocI32(n), streams: b.AllocI32(2 * n), positions: b.AllocI32(n), tokens: b.AllocI32(n),
-			logp: b.Alloc(n)}
-		m.draw = w
-	}
-	w.hostWords = resize(w.hostWords, 2*n)
+	w := m.drawing(n)
+	w.words = resize(w.words, 2*n)
 	for i, st := range d.Streams {
-		w.hostWords[2*i], w.hostWords[2*i+1] = int32(uint32(st)), int32(uint32(st>>32))
+		w.words[2*i], w.words[2*i+1] = int32(uint32(st)), int32(uint32(st>>32))
 	}
-	m.B.UploadI32(w.rows.Slice(0, n), d.Rows)
-	m.B.UploadI32(w.streams.Slice(0, 2*n), w.hostWords)
-	m.B.UploadI32(w.positions.Slice(0, n), d.Positions)
+	distRows, streams, positions := w.rows.sync(m.B, ds, d.Rows), w.streams.sync(m.B, ds, w.words), w.positions.sync(m.B, ds, d.Positions)
 	v := m.Config.VocabSize
 	m.B.Softmax(s.probs, s.lse, s.logits, rows, v, 1/temperature)
-	ds.Sample(w.tokens.Slice(0, n), w.logp.Slice(0, n), s.probs, s.logits, s.lse, w.rows.Slice(0, n), w.streams.Slice(0, 2*n),
-		w.positions.Slice(0, n), n, rows, v, d.Seed, d.Greedy, 1/temperature)
-	w.hostTokens, w.hostLogp = resize(w.hostTokens, n), resize(w.hostLogp, n)
-	ds.DownloadI32(w.hostTokens, w.tokens.Slice(0, n))
+	tokens := w.drawn.dev.Slice(0, n)
+	ds.Sample(tokens, w.logp.Slice(0, n), s.probs, s.logits, s.lse, distRows, streams, positions, n, rows, v, d.Seed, d.Greedy,
+		1/temperature)
+	w.drawn.host, w.hostLogp = resize(w.drawn.host, n), resize(w.hostLogp, n)
+	ds.DownloadI32(w.drawn.host, tokens)
 	m.B.Download(w.hostLogp, w.logp.Slice(0, n))
-	return w.hostTokens, w.hostLogp, nil
+	return w.drawn.host, w.hostLogp, nil
 }

@@ -32,7 +32,7 @@ type Model struct {
 
 	act  *activations
 	smp  *sampling
-	draw *drawing    // draws on the device (DeviceSampler)
+	draw *drawings   // draws on the device (DeviceSampler)
 	last lastForward // what the most recent training forward left for Backward
 }
 

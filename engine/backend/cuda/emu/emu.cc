@@ -217,6 +217,7 @@ static const std::map<std::string, Entry>& registry() {
 	    RK_KERNEL(rkcu_add),
 	    RK_KERNEL(rkcu_add_to),
 	    RK_KERNEL(rkcu_scale),
+	    RK_KERNEL(rkcu_add_i32),
 	    RK_KERNEL(rkcu_gelu_forward),
 	    RK_KERNEL(rkcu_gelu_backward),
 	    RK_KERNEL(rkcu_gather_rows),

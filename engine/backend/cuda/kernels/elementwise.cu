@@ -18,6 +18,11 @@ extern "C" __global__ void rkcu_add_to(float* dst, const float* src, long long n
 	RKCU_GRID_LOOP(i, n) dst[i] += src[i];
 }
 
+// Integers plus v: a decode step's positions, advanced on the device.
+extern "C" __global__ void rkcu_add_i32(int* x, int v, long long n) {
+	RKCU_GRID_LOOP(i, n) x[i] += v;
+}
+
 extern "C" __global__ void rkcu_scale(float* x, float s, long long n) {
 	RKCU_GRID_LOOP(i, n) x[i] *= s;
 }

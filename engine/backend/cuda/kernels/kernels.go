@@ -28,6 +28,7 @@ var (
 	Add                 = Kernel{"rkcu_add", "FFFl"}
 	AddTo               = Kernel{"rkcu_add_to", "FFl"}
 	Scale               = Kernel{"rkcu_scale", "Ffl"}
+	AddI32              = Kernel{"rkcu_add_i32", "Iil"}
 	GELUForward         = Kernel{"rkcu_gelu_forward", "FFl"}
 	GELUBackward        = Kernel{"rkcu_gelu_backward", "FFFl"}
 	GatherRows          = Kernel{"rkcu_gather_rows", "FFIii"}
@@ -55,7 +56,7 @@ var (
 
 // All lists every kernel; the backend resolves each one when it loads the module.
 var All = []Kernel{
-	Fill, Copy, Add, AddTo, Scale, GELUForward, GELUBackward, GatherRows, ScatterRows,
+	Fill, Copy, Add, AddTo, Scale, AddI32, GELUForward, GELUBackward, GatherRows, ScatterRows,
 	ColumnSums, AccumulatePartials, EncoderForward, EncoderBackward,
 	LayerNormForward, LayerNormBackward, AttentionForward, AttentionBackwardDQ,
 	AttentionBackwardKV, KVWrite, AttentionDecode, LogProbsForward, LogProbsBackward, Softmax, AdamW,

@@ -290,6 +290,13 @@ func (b *Backend) Fill(dst backend.Buf, v float32) {
 	b.flat(kernels.Fill, dst.N, argF(dst), argF32(v), argL(dst.N))
 }
 
+// AddI32 adds v to every element of x: a decode step's positions, advanced where they are.
+func (b *Backend) AddI32(x backend.I32, v int32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flat(kernels.AddI32, x.N, argI(x), argInt(int(v)), argL(x.N))
+}
+
 // Elementwise.
 
 func (b *Backend) Add(out, a, c backend.Buf) {
