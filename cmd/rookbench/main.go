@@ -13,11 +13,10 @@
 //	mem          peak memory against the analytic size (gpt2.Footprint)
 //
 // -device cuda runs gemm, engine, gen and grpo on a GPU. A workload faster than its floor, or a
-// rate above the FMA peak, is a bench bug: the command names the row, writes no result and
-// exits 1. Peers run as servers that time one op a request, so that run i of each side sees the
-// same machine. Run from the repository root, a run of every section writes
-// bench/results/<machine>.json and renders bench/RESULTS.md and the README's table from all
-// result files; -render only renders.
+// rate above the FMA peak, is a bench bug: the command names the row, writes no result and exits
+// 1. Peers are servers timing an op a request, so that run i of each side meets the same machine.
+// From the repository root, a run of every section writes bench/results/<machine>.json and
+// renders bench/RESULTS.md and the README's table from all result files; -render only renders.
 package main
 
 import (
@@ -381,11 +380,8 @@ func cpuName() string {
 
 // lastLevelCache is the size in bytes of the highest-level cache sysfs lists for CPU 0 (its last index).
 func lastLevelCache() int {
-	sizes, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index[0-9]/size") // sorted
-	if len(sizes) == 0 {
-		return 0
-	}
-	raw, _ := os.ReadFile(sizes[len(sizes)-1])
+	sizes, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index[0-9]/size")
+	raw, _ := os.ReadFile(slices.Max(append(sizes, ""))) // the highest index; none reads "": 0
 	s := strings.TrimSpace(string(raw))
 	n, _ := strconv.Atoi(strings.TrimRight(s, "KM"))
 	return n * max(1, map[string]int{"K": 1 << 10, "M": 1 << 20}[strings.TrimLeft(s, "0123456789")])
@@ -561,12 +557,10 @@ func (r *Report) cell(keys ...string) string {
 func resultsMarkdown(reps []*Report) string {
 	var b strings.Builder
 	b.WriteString("# Bench results\n\n" +
-		"Rendered by `bin/rookbench -render` from the result files in [results/](results/), one per machine;\n" +
-		"a run of every section (`make bench`) writes its machine's and renders again. Do not edit: a test\n" +
-		"holds this file and the README's table to the result files. A workload's floor is, phase by phase,\n" +
-		"its weight products at the GEMM rate or its bytes beyond the last-level cache at the memory\n" +
-		"bandwidth, whichever is slower, both rates sampled beside it (cmd/rookbench/floor.go); /floor is\n" +
-		"its time over that floor.\n\n")
+		"Rendered by `bin/rookbench -render` from [results/](results/), a file per machine, which `make bench`\n" +
+		"writes. Do not edit: a test holds this file and the README's table to the results. A workload's floor\n" +
+		"is, phase by phase, its weight products at the GEMM rate or its bytes beyond the last-level cache at\n" +
+		"the memory bandwidth, whichever is slower, both sampled beside it (cmd/rookbench/floor.go).\n\n")
 	b.WriteString(headline(reps, ""))
 	for _, r := range reps {
 		b.WriteString("\n## " + r.Machine + "\n\n" + r.Markdown())

@@ -161,9 +161,9 @@ func randomPrompts(n, l, vocab int, seed uint64) [][]int32 {
 func genPromptTokens(vocab int) [][]int32 { return randomPrompts(genPrompts, genPromptLen, vocab, 4) }
 
 // greedy is KV-cache generation through the bench model's own calls: Prefill of the first
-// nPrompts prompts (one slot each), ShareSlot with the group's other slots, then genNew
-// DecodeLogits steps, the next token the argmax of the logits (no softmax: torch's greedy loop
-// takes none). A run's sample has its prefill (shares included) and decode ms.
+// nPrompts prompts (one slot each), ShareSlot with the group's other slots, then genNew greedy
+// steps: DecodeLogits and the logits' argmax (no softmax: torch's greedy loop takes none), or
+// DecodeSample's greedy draws where the device samples. A sample has its prefill and decode ms.
 func (b *bench) greedy(nPrompts int) (func() (sample, error), error) {
 	if err := b.loadModel(); err != nil {
 		return nil, err
@@ -177,6 +177,7 @@ func (b *bench) greedy(nPrompts int) (func() (sample, error), error) {
 		prompts.Add(s, len(s))
 		promptSlots[p] = int32(p * group)
 	}
+	draws := gpt2.Draws{Greedy: true, Rows: slots, Streams: make([]uint64, seqs), Positions: make([]int32, seqs)}
 	for i := range slots {
 		slots[i] = int32(i)
 	}
@@ -199,11 +200,16 @@ func (b *bench) greedy(nPrompts int) (func() (sample, error), error) {
 			for s := range pos {
 				pos[s] = int32(genPromptLen + step)
 			}
-			logits, err := m.DecodeLogits(kv, tokens, slots, pos)
-			if err != nil {
+			if m.SamplesOnDevice() {
+				next, _, err := m.DecodeSample(kv, tokens, slots, pos, 1, draws)
+				if copy(tokens, next); err != nil {
+					return sample{}, err
+				}
+			} else if logits, err := m.DecodeLogits(kv, tokens, slots, pos); err != nil {
 				return sample{}, err
+			} else {
+				argmaxRows(tokens, logits, v, threads)
 			}
-			argmaxRows(tokens, logits, v, threads)
 		}
 		return sample{prefill: ms(t1.Sub(t0)), decode: ms(time.Since(t1))}, nil
 	}, err
