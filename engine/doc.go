@@ -10,7 +10,9 @@
 //	             Hugging Face and llm.c loaders and savers
 //	safetensors  the safetensors file format: parse, read, write
 //	tokenizer    GPT-2 byte-pair encoding (r50k_base), offline
-//	rollout      grouped sampling with logprobs recorded at sampling time
+//	rollout      grouped sampling with logprobs recorded at sampling time (on the device where
+//	             the backend samples there)
+//	philox       the sampler's generator, Philox4x32-10: the same uniforms on the CPU and the GPU
 //	grpo         advantages, clipped loss variants, KL estimators, the update step, metrics
 //	optim        AdamW, gradient clipping, learning-rate schedules
 //	sft          supervised fine-tuning on documents
