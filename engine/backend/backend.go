@@ -1,5 +1,7 @@
 package backend
 
+import "fmt"
+
 // Pack describes a packed batch: sequence i occupies rows Start[i] .. Start[i]+Len[i]-1 of
 // every activation, and its tokens have positions 0 .. Len[i]-1. Host slices; a device
 // backend copies what it needs.
@@ -58,6 +60,19 @@ type AdamW struct {
 // Span is the run of elements [Off, Off+N) of a buffer: one tensor of a flat parameter or
 // gradient buffer.
 type Span struct{ Off, N int }
+
+// CheckSpans panics, naming op, on a span outside a buffer of n elements or, where sorted is
+// set, one that starts before the previous one ends: what every backend refuses of AdamW's
+// NoDecay (sorted) and SumSquaresMany's spans.
+func CheckSpans(op string, n int, spans []Span, sorted bool) {
+	end := 0
+	for _, s := range spans {
+		if s.Off < 0 || s.N < 0 || s.Off+s.N > n || (sorted && s.Off < end) {
+			panic(fmt.Sprintf("%s: span [%d, %d) outside %d elements or out of order", op, s.Off, s.Off+s.N, n))
+		}
+		end = s.Off + s.N
+	}
+}
 
 // Backend is the set of kernels GPT-2 needs. Shapes: n rows, c input channels, oc output
 // channels, v vocabulary, nh heads. See the package documentation for conventions.

@@ -2,7 +2,6 @@ package gpt2
 
 import (
 	"fmt"
-
 	"slices"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -35,8 +34,15 @@ type Draws struct {
 // SamplesOnDevice reports whether the model's backend draws tokens itself (PrefillSample,
 // DecodeSample).
 func (m *Model) SamplesOnDevice() bool {
-	_, ok := m.B.(DeviceSampler)
-	return ok
+	_, err := m.deviceSampler()
+	return err == nil
+}
+
+func (m *Model) deviceSampler() (DeviceSampler, error) {
+	if ds, ok := m.B.(DeviceSampler); ok {
+		return ds, nil
+	}
+	return nil, fmt.Errorf("gpt2: the %s backend does not sample on the device", m.B.Name())
 }
 
 // PrefillSample is Prefill followed by d's draws from its distribution, made on the device:
@@ -62,19 +68,19 @@ func (m *Model) DecodeSample(kv *KVCache, tokens, slots, pos []int32, temperatur
 	if err := m.checkDecode(kv, tokens, slots, pos); err != nil || len(tokens) == 0 {
 		return nil, nil, err
 	}
-	ds, ok := m.B.(DeviceSampler)
-	if !ok {
-		return nil, nil, fmt.Errorf("gpt2: the %s backend does not sample on the device", m.B.Name())
+	ds, err := m.deviceSampler()
+	if err != nil {
+		return nil, nil, err
 	}
 	n := len(tokens)
 	a, w := m.ensureActs(n, 0, false), m.drawing(max(n, len(d.Rows)))
+	// The step reads its inputs from the drawing's buffers, the activations' own put back after.
 	own := [3]backend.I32{a.tok, a.pos, a.slot}
 	defer func() { a.tok, a.pos, a.slot = own[0], own[1], own[2] }()
-	a.tok = w.feedTok.Slice(0, n)
 	if slices.Equal(tokens, w.drawn.host) {
 		a.tok = w.drawn.dev.Slice(0, n)
 	} else {
-		m.B.UploadI32(a.tok, tokens)
+		m.B.UploadI32(a.tok.Slice(0, n), tokens)
 	}
 	a.pos, a.slot = w.pos.sync(m.B, ds, pos), w.slot.sync(m.B, ds, slots)
 	return m.sampleOnDevice(m.decodeFed(a, kv, n), n, temperature, d)
@@ -104,7 +110,7 @@ func (r *resident) sync(b backend.Backend, ds DeviceSampler, want []int32) backe
 	return x
 }
 
-// plusOne reports whether b is a plus one, element by element.
+// plusOne reports whether b[i] = a[i] + 1 for every i.
 func plusOne(a, b []int32) bool {
 	for i := range a {
 		if b[i] != a[i]+1 {
@@ -116,12 +122,11 @@ func plusOne(a, b []int32) bool {
 
 // drawings is the device's side of a model's draws: the draws' rows, streams (two words each,
 // low first) and positions going in, their tokens and logprobs coming out; and a decode
-// step's positions and slots, and its tokens where they are not the last draws'.
+// step's positions and slots.
 type drawings struct {
 	n                               int
 	rows, streams, positions, drawn resident
 	pos, slot                       resident
-	feedTok                         backend.I32
 	logp                            backend.Buf
 	words                           []int32
 	hostLogp                        []float32
@@ -134,18 +139,17 @@ func (m *Model) drawing(n int) *drawings {
 	}
 	b := m.B
 	r := func(k int) resident { return resident{dev: b.AllocI32(k)} }
-	w := &drawings{n: n, rows: r(n), streams: r(2 * n), positions: r(n), drawn: r(n), pos: r(n), slot: r(n),
-		feedTok: b.AllocI32(n), logp: b.Alloc(n)}
+	w := &drawings{n: n, rows: r(n), streams: r(2 * n), positions: r(n), drawn: r(n), pos: r(n), slot: r(n), logp: b.Alloc(n)}
 	m.draw = w
 	return w
 }
 
 func (m *Model) sampleOnDevice(s *sampling, rows int, temperature float32, d Draws) ([]int32, []float32, error) {
-	ds, ok := m.B.(DeviceSampler)
+	ds, err := m.deviceSampler()
 	n := len(d.Rows)
 	switch {
-	case !ok:
-		return nil, nil, fmt.Errorf("gpt2: the %s backend does not sample on the device", m.B.Name())
+	case err != nil:
+		return nil, nil, err
 	case len(d.Streams) != n || len(d.Positions) != n:
 		return nil, nil, fmt.Errorf("gpt2: %d draws with %d streams and %d positions", n, len(d.Streams), len(d.Positions))
 	case n == 0:

@@ -63,8 +63,7 @@ func Join(parts []*Batch, picks []Pick) (*Batch, error) {
 			return nil, err
 		}
 	}
-	seen := make([]map[int]bool, len(parts))
-	used := make([]bool, len(parts))
+	seen, used := map[Pick]bool{}, make([]bool, len(parts))
 	for k, pk := range picks {
 		if pk.Part < 0 || pk.Part >= len(parts) {
 			return nil, &JoinError{Part: -1, Pick: k, Reason: fmt.Sprintf("there is no batch %d (%d are joined)", pk.Part+1, len(parts))}
@@ -72,13 +71,10 @@ func Join(parts []*Batch, picks []Pick) (*Batch, error) {
 		if n := len(parts[pk.Part].Prompts); pk.Group < 0 || pk.Group >= n {
 			return nil, &JoinError{Part: -1, Pick: k, Reason: fmt.Sprintf("batch %d has no group %d (it has %d)", pk.Part+1, pk.Group+1, n)}
 		}
-		if seen[pk.Part] == nil {
-			seen[pk.Part] = map[int]bool{}
-		}
-		if seen[pk.Part][pk.Group] {
+		if seen[pk] {
 			return nil, &JoinError{Part: -1, Pick: k, Reason: fmt.Sprintf("group %d of batch %d is picked twice", pk.Group+1, pk.Part+1)}
 		}
-		seen[pk.Part][pk.Group], used[pk.Part] = true, true
+		seen[pk], used[pk.Part] = true, true
 	}
 
 	g, scored := first.Group, first.Rewards != nil

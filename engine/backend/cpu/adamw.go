@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/rookscript/rookscript/engine/backend"
@@ -23,7 +22,7 @@ func (j *adamJob) run(_, lo, hi int) {
 
 func (c *CPU) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
 	sameLen("AdamW", p, g, m, v)
-	checkSpans("AdamW", p.N, h.NoDecay, true)
+	backend.CheckSpans("cpu: AdamW", p.N, h.NoDecay, true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	bc1 := 1 - math.Pow(float64(h.Beta1), float64(h.Step))
@@ -86,7 +85,7 @@ func (c *CPU) SumSquaresMany(b backend.Buf, spans []backend.Span, out []float64)
 	if len(out) != len(spans) {
 		panic("cpu: SumSquaresMany: out and spans differ in length")
 	}
-	checkSpans("SumSquaresMany", b.N, spans, false)
+	backend.CheckSpans("cpu: SumSquaresMany", b.N, spans, false)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	x := b.F32()
@@ -106,16 +105,4 @@ func (c *CPU) sumSquares(x []float32) float64 {
 		s += v
 	}
 	return s
-}
-
-// checkSpans panics on a span outside [0, n), or, where sorted is set, one that starts before
-// the previous one ends.
-func checkSpans(op string, n int, spans []backend.Span, sorted bool) {
-	end := 0
-	for _, s := range spans {
-		if s.Off < 0 || s.N < 0 || s.Off+s.N > n || (sorted && s.Off < end) {
-			panic(fmt.Sprintf("cpu: %s: span [%d, %d) outside %d elements or out of order", op, s.Off, s.Off+s.N, n))
-		}
-		end = s.Off + s.N
-	}
 }

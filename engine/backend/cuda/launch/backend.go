@@ -237,43 +237,41 @@ func sameLen(op string, bufs ...backend.Buf) {
 // Memory.
 
 func (b *Backend) Upload(dst backend.Buf, src []float32) {
-	if len(src) != dst.N {
-		panic("cuda: Upload size mismatch")
-	}
-	if len(src) > 0 {
-		b.d.HtoD(addrF(dst), unsafe.Pointer(&src[0]), 4*len(src))
-		runtime.KeepAlive(dst.M)
-	}
+	toDevice(b, "Upload", addrF(dst), dst.M, dst.N, src)
 }
 
 func (b *Backend) Download(dst []float32, src backend.Buf) {
-	if len(dst) != src.N {
-		panic("cuda: Download size mismatch")
-	}
-	if len(dst) > 0 {
-		b.d.DtoH(unsafe.Pointer(&dst[0]), addrF(src), 4*len(dst))
-		runtime.KeepAlive(src.M)
-	}
+	toHost(b, "Download", dst, addrF(src), src.M, src.N)
 }
 
 func (b *Backend) UploadI32(dst backend.I32, src []int32) {
-	if len(src) != dst.N {
-		panic("cuda: UploadI32 size mismatch")
-	}
-	if len(src) > 0 {
-		b.d.HtoD(addrI(dst), unsafe.Pointer(&src[0]), 4*len(src))
-		runtime.KeepAlive(dst.M)
-	}
+	toDevice(b, "UploadI32", addrI(dst), dst.M, dst.N, src)
 }
 
 // DownloadI32 copies device integers to the host: tokens sampled on the device.
 func (b *Backend) DownloadI32(dst []int32, src backend.I32) {
-	if len(dst) != src.N {
-		panic("cuda: DownloadI32 size mismatch")
+	toHost(b, "DownloadI32", dst, addrI(src), src.M, src.N)
+}
+
+// toDevice copies src to the n 4-byte elements of m at dst, m kept reachable until it is done.
+func toDevice[T float32 | int32](b *Backend, op string, dst uintptr, m *backend.Mem, n int, src []T) {
+	if len(src) != n {
+		panic("cuda: " + op + " size mismatch")
 	}
-	if len(dst) > 0 {
-		b.d.DtoH(unsafe.Pointer(&dst[0]), addrI(src), 4*len(dst))
-		runtime.KeepAlive(src.M)
+	if n > 0 {
+		b.d.HtoD(dst, unsafe.Pointer(&src[0]), 4*n)
+		runtime.KeepAlive(m)
+	}
+}
+
+// toHost copies the n 4-byte elements of m at src to dst.
+func toHost[T float32 | int32](b *Backend, op string, dst []T, src uintptr, m *backend.Mem, n int) {
+	if len(dst) != n {
+		panic("cuda: " + op + " size mismatch")
+	}
+	if n > 0 {
+		b.d.DtoH(unsafe.Pointer(&dst[0]), src, 4*n)
+		runtime.KeepAlive(m)
 	}
 }
 
@@ -804,15 +802,12 @@ func (b *Backend) AdamW(p, g, m, v backend.Buf, h backend.AdamW) {
 	isb := float32(1 / math.Sqrt(bc2))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	tab, end := b.adamHost[:0], 0
+	backend.CheckSpans("cuda: AdamW", p.N, h.NoDecay, true)
+	tab := b.adamHost[:0]
 	for _, s := range h.NoDecay {
-		if s.Off < end || s.N < 0 || s.Off+s.N > p.N {
-			panic(fmt.Sprintf("cuda: AdamW: span [%d, %d) outside %d elements or out of order", s.Off, s.Off+s.N, p.N))
-		}
 		if s.N > 0 {
 			tab = append(tab, int64(s.Off), int64(s.Off+s.N))
 		}
-		end = s.Off + s.N
 	}
 	b.adamHost = tab
 	b.flat(kernels.AdamW, p.N, argF(p), argF(g), argF(m), argF(v), argL(p.N), argPL(b.table(&b.noDecay, tab)), argInt(len(tab)/2),
@@ -833,6 +828,7 @@ func (b *Backend) SumSquaresMany(x backend.Buf, spans []backend.Span, out []floa
 	if len(out) != len(spans) {
 		panic("cuda: SumSquaresMany: out and spans differ in length")
 	}
+	backend.CheckSpans("cuda: SumSquaresMany", x.N, spans, false)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// The table rkcu_sumsq reads: each span's first chunk (and the count after the last), the
@@ -842,9 +838,6 @@ func (b *Backend) SumSquaresMany(x backend.Buf, spans []backend.Span, out []floa
 	b.sqHost = tab
 	chunks := 0
 	for i, s := range spans {
-		if s.Off < 0 || s.N < 0 || s.Off+s.N > x.N {
-			panic(fmt.Sprintf("cuda: SumSquaresMany: span [%d, %d) outside %d elements", s.Off, s.Off+s.N, x.N))
-		}
 		tab[i], tab[count+1+i], tab[2*count+1+i] = int64(chunks), int64(s.Off), int64(s.N)
 		chunks += ceilDiv(s.N, sqChunk)
 	}
