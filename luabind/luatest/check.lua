@@ -40,4 +40,34 @@ function M.tmpdir()
   return TESTDIR .. "/" .. made
 end
 
+--- steps(run, last, body): body(step) for each step after run.step through last, then the
+--- run's records; the run is closed even when body raises, and the error raised again.
+function M.steps(run, last, body)
+  local ok, err = pcall(function()
+    for step = run.step + 1, last do body(step) end
+  end)
+  local recs = run:metrics()
+  run:close()
+  if not ok then error(err, 0) end
+  return recs
+end
+
+--- resumes_exactly(train, steps, keys) (DESIGN §6.7): train(dir, steps [, save_at [, resume]])
+--- → hash, records runs straight through `steps`, then to steps/2 saving there and, resumed,
+--- on to `steps`. The resumed run must have a record per step, each key of keys as the straight
+--- run's, and its weights. Returns the straight run's records.
+function M.resumes_exactly(train, steps, keys)
+  local want_h, want = train(M.tmpdir(), steps)
+  local dir = M.tmpdir()
+  local half = math.floor(steps / 2)
+  train(dir, half, half)
+  local h, got = train(nil, steps, nil, dir)
+  M.eq(#got, steps, "a record per step")
+  for i, r in ipairs(want) do
+    for _, k in ipairs(keys) do M.eq(got[i][k], r[k], k .. " at step " .. r.step) end
+  end
+  M.eq(h, want_h, "weights")
+  return want
+end
+
 return M
