@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -132,12 +130,33 @@ func (e *Env) luaConfig(L *lua.LState) int {
 	} else if !ok {
 		L.ArgError(1, msg)
 	}
-	c := &config{values: values, prov: map[string]any{}, open: map[string]bool{}}
-	c.findOpen(values, "")
-	defaults := layer{source: "recipe defaults"}
-	flatten(values, "", c.open, &defaults)
-	if err := c.check(defaults); err != nil {
+	rec, err := e.resolveConfig(L, values, L.OptTable(2, nil))
+	if err != nil {
 		raiseConfig(L, err)
+	}
+	e.mu.Lock()
+	e.config = rec
+	e.mu.Unlock()
+	out := fromGo(L, rec).(*lua.LTable)
+	out.RawSetString("provenance", lua.LNil)
+	L.Push(out)
+	return 1
+}
+
+// resolveConfig applies the layers over the recipe's defaults, decodes and checks each
+// section and the recipe's rules, and returns the config as a run records it.
+func (e *Env) resolveConfig(L *lua.LState, values map[string]any, rules *lua.LTable) (map[string]any, error) {
+	defaults := layer{source: "recipe defaults"}
+	flatten(values, "", &defaults)
+	c := &config{values: values, prov: map[string]any{}}
+	if err := c.check(defaults); err != nil {
+		return nil, err
+	}
+	c.shape = plain(values).(map[string]any) // pristine: a table declared empty stays open
+	for k := range c.shape {
+		if s := sectionNamed(k); s != nil {
+			c.shape[k] = s.shape
+		}
 	}
 	layers, err := e.layers(c)
 	var base map[string]any // a resumed run's record: what the layers after it change
@@ -146,73 +165,46 @@ func (e *Env) luaConfig(L *lua.LState) int {
 			base = plain(values).(map[string]any)
 		}
 	}
-	if err != nil {
-		raiseConfig(L, err)
-	}
-	out, rec, read := L.NewTable(), map[string]any{"provenance": c.prov}, map[string]any{}
+	rec, read := map[string]any{"provenance": c.prov}, map[string]any{}
 	for _, k := range sortedKeys(values) {
-		rec[k] = values[k]
-		if s := sectionNamed(k); s != nil {
-			p, err := s.read(fromGo(L, values[k]), k+".")
-			if err != nil {
-				raiseConfig(L, err)
-			}
-			rec[k], read[k] = record(p), p
-			if roll, ok := p.(*rollout.Config); ok && values["grpo"] != nil { // a GRPO step compares a rollout's groups
-				if err := grpo.CheckGroup(roll.Group); err != nil {
-					raiseConfig(L, &ConfigError{Key: "rollout.group", Reason: err.Error()})
-				}
-			}
-		}
-		out.RawSetString(k, fromGo(L, rec[k]))
-	}
-	if err := overlongFits(read["reward"], read["rollout"]); err != nil { // its lengths within the rollout's budget
-		raiseConfig(L, err)
-	}
-	fixed, err := checkRules(L, e.guard, values, L.OptTable(2, nil))
-	if err != nil {
-		raiseConfig(L, err)
-	}
-	if ri := e.resume; ri != nil && !ri.applied {
-		if err := ri.check(e, base, values, append(fixed, resumeFixed...)); err != nil {
-			raiseConfig(L, err)
+		if rec[k] = values[k]; err == nil && sectionNamed(k) != nil {
+			read[k], err = sectionNamed(k).read(fromGo(L, values[k]), k+".")
+			rec[k] = record(read[k])
 		}
 	}
-	if err := e.grantRunDirs(values); err != nil {
-		raiseConfig(L, err)
+	if roll, ok := read["rollout"].(*rollout.Config); ok && err == nil && values["grpo"] != nil { // a GRPO step compares a rollout's groups
+		if err = grpo.CheckGroup(roll.Group); err != nil {
+			err = &ConfigError{Key: "rollout.group", Reason: err.Error()}
+		}
 	}
-	e.mu.Lock()
-	e.config = rec
-	e.mu.Unlock()
-	L.Push(out)
-	return 1
+	if err == nil {
+		err = overlongFits(read["reward"], read["rollout"]) // its lengths within the rollout's budget
+	}
+	var fixed []string
+	if err == nil {
+		fixed, err = checkRules(L, e.guard, values, rules)
+	}
+	if ri := e.resume; err == nil && ri != nil && !ri.applied {
+		err = ri.check(e, base, values, append(fixed, resumeFixed...))
+	}
+	if err == nil {
+		err = e.grantRunDirs(values)
+	}
+	return rec, err
 }
 
-// config is a config being resolved: its values, the tables that take any key, and where
-// each key's value came from.
+// config is a config being resolved: its values; its shape, the keys it takes and a value of
+// each one's type (the recipe's defaults, each section standing for all its call's settings);
+// and where each key's value came from.
 type config struct {
-	values map[string]any
-	open   map[string]bool
-	prov   map[string]any
+	values, shape, prov map[string]any
 }
 
-// findOpen notes the tables a recipe declared empty, outside sections: they take any key
-// (ablate.lua's pass = {}).
-func (c *config) findOpen(m map[string]any, prefix string) {
-	for k, v := range m {
-		if sub, ok := v.(map[string]any); ok && (prefix != "" || sectionNamed(k) == nil) {
-			c.open[prefix+k] = len(sub) == 0
-			c.findOpen(sub, prefix+k+".")
-		}
-	}
-}
-
-// flatten adds m's leaves to ly; a table the recipe keeps open is one value, and a record's
-// null a setting left at its default.
-func flatten(m map[string]any, prefix string, open map[string]bool, ly *layer) {
+// flatten adds m's leaves to ly; a record's null is a setting left at its default.
+func flatten(m map[string]any, prefix string, ly *layer) {
 	for _, k := range sortedKeys(m) {
-		if sub, ok := m[k].(map[string]any); ok && !open[prefix+k] && len(sub) > 0 {
-			flatten(sub, prefix+k+".", open, ly)
+		if sub, ok := m[k].(map[string]any); ok && len(sub) > 0 {
+			flatten(sub, prefix+k+".", ly)
 		} else if m[k] != nil {
 			ly.keys, ly.values = append(ly.keys, prefix+k), append(ly.values, m[k])
 		}
@@ -223,34 +215,14 @@ func flatten(m map[string]any, prefix string, open map[string]bool, ly *layer) {
 // it), a section given as something other than a table.
 func (c *config) check(ly layer) error {
 	for i, key := range ly.keys {
-		if bad, ok := nonFinite(ly.values[i]); ok {
-			return &ConfigError{Key: key, Source: ly.source, Value: bad, Reason: fmt.Sprintf("want a finite number, got %g", bad)}
+		if _, err := json.Marshal(ly.values[i]); err != nil {
+			return &ConfigError{Key: key, Source: ly.source, Value: ly.values[i], Reason: fmt.Sprintf("want a finite number, got %v", ly.values[i])}
 		}
-		if _, isMap := ly.values[i].(map[string]any); sectionNamed(key) != nil && !isMap {
-			s := sectionNamed(key)
+		if s := sectionNamed(key); s != nil && typeName(ly.values[i]) != "table" {
 			return &ConfigError{Key: key, Source: ly.source, Reason: fmt.Sprintf("must be a table of %s's settings, got a %s", s.call, typeName(ly.values[i]))}
 		}
 	}
 	return nil
-}
-
-// nonFinite finds a NaN or an infinity in v.
-func nonFinite(v any) (float64, bool) {
-	var elems []any
-	switch x := v.(type) {
-	case float64:
-		return x, math.IsNaN(x) || math.IsInf(x, 0)
-	case []any:
-		elems = x
-	case map[string]any:
-		elems = slices.Collect(maps.Values(x))
-	}
-	for _, e := range elems {
-		if bad, ok := nonFinite(e); ok {
-			return bad, true
-		}
-	}
-	return 0, false
 }
 
 // layers are the sources over the recipe's defaults: the resumed run's record or a TOML
@@ -283,7 +255,7 @@ func (e *Env) layers(c *config) ([]layer, error) {
 		if _, err := toml.DecodeFile(path, &file); err != nil {
 			return nil, &ConfigError{Source: ly.source, Reason: err.Error()}
 		}
-		flatten(plain(file).(map[string]any), "", c.open, &ly)
+		flatten(plain(file).(map[string]any), "", &ly)
 		out = append(out, ly)
 		c.values["config"] = path
 	}
@@ -297,29 +269,21 @@ func (c *config) apply(ly layer) error {
 	}
 	set := map[string]string{} // canonical key → the key that set it
 	for i, key := range ly.keys {
-		fail := func(reason string) error {
-			return &ConfigError{Key: key, Source: ly.source, Value: ly.values[i], Reason: reason}
-		}
 		path, like, err := c.resolve(key)
-		var unknown *UnknownOptionError
-		if errors.As(err, &unknown) {
+		if unknown := (*UnknownOptionError)(nil); errors.As(err, &unknown) {
 			return &ConfigError{Key: key, Source: ly.source, Err: err} // it names its key
-		} else if err != nil {
-			return fail(err.Error())
 		}
-		canon := strings.Join(path, ".")
-		if prev, twice := set[canon]; twice {
+		canon, v := strings.Join(path, "."), ly.values[i]
+		if prev, twice := set[canon]; twice && err == nil {
 			return &ConfigError{Key: canon, Source: ly.source, Reason: fmt.Sprintf("%s and %s both set it (one setting by two names): give it once", prev, key)}
 		}
-		set[canon] = key
-		v := ly.values[i]
-		if ly.text {
+		if set[canon] = key; err == nil && ly.text {
 			v, err = parseAs(like, v.(string))
-		} else if like != nil {
+		} else if err == nil && like != nil {
 			err = sameType(like, v)
 		}
 		if err != nil {
-			return fail(err.Error())
+			return &ConfigError{Key: key, Source: ly.source, Value: ly.values[i], Reason: err.Error()}
 		}
 		setAt(c.values, path, v)
 		if !ly.record {
@@ -343,51 +307,36 @@ func setAt(m map[string]any, path []string, v any) {
 }
 
 // resolve finds the dotted path key names and a value of the type it takes (nil: any, inside
-// an open table).
+// an open table), walking the config's shape.
 func (c *config) resolve(key string) ([]string, any, error) {
 	path := strings.Split(key, ".")
-	if _, declared := c.values[path[0]]; !declared && len(path) == 1 {
-		at, err := c.findSetting(path[0])
-		if err != nil {
+	if _, declared := c.shape[path[0]]; !declared && len(path) == 1 {
+		var err error
+		if path, err = c.findSetting(key); err != nil {
 			return nil, nil, err
 		}
-		path = at
 	}
-	if s := sectionNamed(path[0]); s != nil {
-		if _, declared := c.values[path[0]]; !declared {
-			return nil, nil, fmt.Errorf("this recipe has no %s section", path[0])
-		} else if len(path) == 1 {
-			return nil, nil, fmt.Errorf("a section: set one of its settings (%s.KEY=VALUE)", path[0])
-		}
-		t, canon := s.typ, path[:1]
-		for _, p := range path[1:] {
-			if t.Kind() != reflect.Struct {
-				return nil, nil, fmt.Errorf("%s is not a table of settings", strings.Join(canon, "."))
-			}
-			if err := schemaOf(t).check(p, strings.Join(canon, ".")+"."); err != nil {
-				return nil, nil, err
-			}
-			canon, t = append(canon[:len(canon):len(canon)], p), schemaOf(t).fields[p].typ
-		}
-		if t.Kind() == reflect.Struct {
-			return nil, nil, fmt.Errorf("%s is a table of settings: set one of them", strings.Join(canon, "."))
-		}
-		return canon, likeOf(t), nil
-	}
-	m := c.values
+	section, m := sectionNamed(path[0]) != nil, c.shape
 	for i, p := range path {
-		if c.open[strings.Join(path[:i], ".")] {
+		at := strings.Join(path[:i+1], ".")
+		if i > 0 && len(m) == 0 { // a table the recipe declared empty takes any key (ablate.lua's pass = {})
 			return path, nil, nil
 		}
 		v, ok := m[p]
 		sub, isMap := v.(map[string]any)
 		switch {
+		case !ok && i == 0 && section:
+			return nil, nil, fmt.Errorf("this recipe has no %s section", p)
+		case !ok && section: // a setting, named as the call's option tables name it
+			return nil, nil, &UnknownOptionError{Key: at, Suggestion: didYouMean(p, sortedKeys(m))}
 		case !ok:
-			return nil, nil, &UnknownOptionError{What: "key", Key: p, Suggestion: didYouMean(p, sortedKeys(m))}
+			return nil, nil, &UnknownOptionError{What: "key", Key: at, Suggestion: didYouMean(p, sortedKeys(m))}
+		case i == len(path)-1 && section && isMap:
+			return nil, nil, fmt.Errorf("a table of settings: set one of them (%s.KEY=VALUE)", at)
 		case i == len(path)-1:
 			return path, v, nil
 		case !isMap:
-			return nil, nil, fmt.Errorf("%q is not a table in the recipe's config", strings.Join(path[:i+1], "."))
+			return nil, nil, fmt.Errorf("%s is not a table of settings", at)
 		}
 		m = sub
 	}
@@ -397,37 +346,31 @@ func (c *config) resolve(key string) ([]string, any, error) {
 // findSetting is the path of the one section setting called key among the config's sections:
 // {"grpo", "beta"} for beta; a name several sections share must be written with its section.
 func (c *config) findSetting(key string) ([]string, error) {
-	var found [][]string
-	known := sortedKeys(c.values)
-	var walk func(t reflect.Type, at []string)
-	walk = func(t reflect.Type, at []string) {
-		sc := schemaOf(t)
-		if sc.check(key, "") == nil {
-			found = append(found, append(at[:len(at):len(at)], key))
-		}
-		known = append(known, sc.names...)
-		for _, name := range sc.names {
-			if f := sc.fields[name]; f.typ.Kind() == reflect.Struct {
-				walk(f.typ, append(at[:len(at):len(at)], name))
+	var found []string
+	known := sortedKeys(c.shape)
+	var walk func(m map[string]any, at string)
+	walk = func(m map[string]any, at string) {
+		for _, k := range sortedKeys(m) {
+			if known = append(known, k); k == key {
+				found = append(found, at+k)
+			}
+			if sub, ok := m[k].(map[string]any); ok {
+				walk(sub, at+k+".")
 			}
 		}
 	}
 	for _, s := range sectionSpecs {
-		if _, declared := c.values[s.name]; declared {
-			walk(s.typ, []string{s.name})
+		if _, declared := c.shape[s.name]; declared {
+			walk(s.shape, s.name+".")
 		}
 	}
 	switch len(found) {
 	case 0:
 		return nil, &UnknownOptionError{What: "key", Key: key, Suggestion: didYouMean(key, known)}
 	case 1:
-		return found[0], nil
+		return strings.Split(found[0], "."), nil
 	}
-	var names []string
-	for _, f := range found {
-		names = append(names, strings.Join(f, "."))
-	}
-	return nil, fmt.Errorf("a setting of several sections: write %s", strings.Join(names, " or "))
+	return nil, fmt.Errorf("a setting of several sections: write %s", strings.Join(found, " or "))
 }
 
 // resumeLayer is the config a resumed run recorded (its newest checkpoint's): `resume=runs/x`
@@ -491,7 +434,7 @@ func (e *Env) resumeLayer(c *config, dir string, args map[string]string) (layer,
 	}
 	e.resume = ri
 	ly := layer{source: "checkpoint " + name, record: true}
-	flatten(rec, "", c.open, &ly)
+	flatten(rec, "", &ly)
 	return ly, nil
 }
 
@@ -544,20 +487,6 @@ func diffConfig(a, b map[string]any, prefix string) map[string][2]any {
 	return out
 }
 
-// likeOf is a value of the Go type a setting of type t takes from a config: what parseAs
-// parses its text as.
-func likeOf(t reflect.Type) any {
-	switch t.Kind() {
-	case reflect.Bool:
-		return false
-	case reflect.String:
-		return ""
-	case reflect.Slice:
-		return []any{likeOf(t.Elem())}
-	}
-	return 0.0
-}
-
 // parseAs reads a key=value argument's text as a value of like's type (any, for nil): a
 // string as it is, anything else in TOML syntax (betas=[0.9,0.95]).
 func parseAs(like any, text string) (any, error) {
@@ -571,7 +500,7 @@ func parseAs(like any, text string) (any, error) {
 		}
 		return nil, fmt.Errorf("want a %s, got %q", typeName(like), text)
 	}
-	if _, bad := nonFinite(doc["v"]); bad {
+	if _, err := json.Marshal(doc["v"]); err != nil {
 		return nil, fmt.Errorf("want a finite number, got %q", text)
 	}
 	v := plain(doc["v"])

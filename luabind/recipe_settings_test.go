@@ -60,8 +60,8 @@ func TestBareSettingNames(t *testing.T) {
 		{[]string{"malformed=x"}, `recipe.lua:3: command line: malformed: want a number, got "x"`},
 		{[]string{"kl_coef=0.1"}, `recipe.lua:3: command line: unknown key "kl_coef"`}, // no grpo section here
 		{[]string{"grpo.beta=0.1"}, `recipe.lua:3: command line: grpo.beta: this recipe has no grpo section`},
-		{[]string{"reward=1"}, `recipe.lua:3: command line: reward: a section: set one of its settings (reward.KEY=VALUE)`},
-		{[]string{"reward.policy=1"}, `reward.policy is a table of settings: set one of them`},
+		{[]string{"reward=1"}, `recipe.lua:3: command line: reward: a table of settings: set one of them (reward.KEY=VALUE)`},
+		{[]string{"reward.policy=1"}, `command line: reward.policy: a table of settings: set one of them (reward.policy.KEY=VALUE)`},
 		{[]string{"reward.policy.best_rank=0.5"}, "-0.3\t3\t8\t16\t0\t1"},
 		{[]string{"stockfish.depth=0"}, `recipe.lua:3: stockfish: depth must be ≥ 1, got 0`},
 	} {

@@ -25,12 +25,13 @@ import (
 type sectionSpec struct {
 	name, call string
 	typ        reflect.Type
+	shape      map[string]any     // its settings as a config's values (shapeOf)
 	defaults   func(trl bool) any // a pointer to the call's defaults (TRL's with trl)
 	check      func(p any) error  // validates *p, after folding in any shorthand
 }
 
 func newSection[T any](name, call string, defaults func(trl bool) T, check func(*T) error) *sectionSpec {
-	return &sectionSpec{name: name, call: call, typ: reflect.TypeFor[T](),
+	return &sectionSpec{name: name, call: call, typ: reflect.TypeFor[T](), shape: shapeOf(reflect.TypeFor[T]()),
 		defaults: func(trl bool) any { d := defaults(trl); return &d },
 		check:    func(p any) error { return check(p.(*T)) }}
 }
@@ -111,6 +112,34 @@ func (s *sectionSpec) read(v lua.LValue, path string) (any, error) {
 		return nil, err
 	}
 	return p.Interface(), s.check(p.Interface())
+}
+
+// shapeOf is the settings of struct type t as a config's values: each a value of the Go type
+// the setting takes (what a command line's text is read as), a group of settings a table.
+func shapeOf(t reflect.Type) map[string]any {
+	sc, out := schemaOf(t), map[string]any{}
+	for _, name := range sc.names {
+		if ft := sc.fields[name].typ; ft.Kind() == reflect.Struct {
+			out[name] = shapeOf(ft)
+		} else {
+			out[name] = likeOf(ft)
+		}
+	}
+	return out
+}
+
+// likeOf is a value of the Go type a setting of type t takes from a config: what parseAs
+// parses its text as.
+func likeOf(t reflect.Type) any {
+	switch t.Kind() {
+	case reflect.Bool:
+		return false
+	case reflect.String:
+		return ""
+	case reflect.Slice:
+		return []any{likeOf(t.Elem())}
+	}
+	return 0.0
 }
 
 // defaultsOf is the defaults the calls of kind name decode over.
