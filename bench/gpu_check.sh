@@ -209,10 +209,22 @@ run() {
 		else
 			skip "TensorBoard's EventAccumulator over a run's tb/" "python3 has no tensorboard package"
 		fi
+		touch "$dir/before-rookbench"
 		stage "rookbench: timings beside their floors" 200 "$dir/rookbench" -device cuda -runs 5 -warmup 1 -gen-runs 3 -batch 16 -seq 128 \
 			-cpuprofile "$OUTDIR/rookbench-host.pprof"
-		# The run's result file comes back with the report, to be committed under bench/results.
-		cp bench/results/*.json "$OUTDIR/" 2>/dev/null || true
+		# The torch-CUDA peer on the same weights and shapes, set beside rookbench's figures in
+		# bench/results/gpu.json (the image's python3 holds torch and transformers).
+		local ours
+		ours=$(find bench/results -name '*.json' ! -name gpu.json -newer "$dir/before-rookbench" | head -1)
+		if python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+			stage "export the timed weights (model:save)" 60 "$dir/rookscript" --quiet bench/export_model.lua out="$dir/hf-124m"
+			stage "torch-CUDA peer (transformers GPT-2)" 240 python3 bench/torch_cuda.py --model "$dir/hf-124m" \
+				--runs 3 --compile --budget-s 150 ${ours:+--ours "$ours"} --out bench/results/gpu.json
+		else
+			skip "torch-CUDA peer (transformers GPT-2)" "python3 lacks torch with CUDA or transformers"
+		fi
+		# The run's result files come back with the report, to be committed under bench/results.
+		cp ${ours:+"$ours"} bench/results/gpu.json "$OUTDIR/" 2>/dev/null || true
 		if command -v compute-sanitizer >/dev/null; then
 			# memcheck over every check; racecheck (shared-memory races, which the emulator's
 			# interleavings may miss) and synccheck (barriers in divergent code) over the kernels.
@@ -232,7 +244,7 @@ run() {
 	else
 		for s in "parity: GPU against the CPU backend" "device.Open(cuda)" "NCCL, world of one" "rookscript end to end on the GPU" \
 			"TensorBoard's EventAccumulator over a run's tb/" \
-			"rookbench: timings beside their floors" "compute-sanitizer"; do
+			"rookbench: timings beside their floors" "torch-CUDA peer (transformers GPT-2)" "compute-sanitizer"; do
 			skip "$s" "no GPU on this machine"
 		done
 		if command -v go >/dev/null; then
