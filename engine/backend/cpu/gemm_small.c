@@ -143,20 +143,19 @@ static const tile_fn tiles4[7] = {0, tile_1x4, tile_2x4, tile_3x4, tile_4x4, til
 static const tile_fn tiles1[7] = {0, tile_1x1, tile_2x1, tile_3x1, tile_4x1, tile_5x1, tile_6x1};
 
 // K blocking: above KBLOCK_MIN, a product that copies its blocks (a prefill's or a training
-// batch's rows, with scratch) takes k in blocks of KBLOCK, so that the 4 rows of w of a column
-// group (12 KB) stay in L1 while every tile of a meets them. Whole, at k = 3072, they would
-// fill L1 and be fetched again from L2 for each tile. The tiles' accumulators wait in lanes
-// between blocks: at most KBLOCK_TILES tiles of 6 rows, the rows of a block of a. A product
-// without copies (a decode step's, at most ntCopyRows rows) takes k whole: in blocks, its rows
-// of a went in blocks of 48, so that 64 rows read the weights from memory twice, and every
-// tile's lanes went to memory and back at every block of k. Whole, the MLP's down projection
-// (k = 3072) runs faster at every row count from 16 to 96 and no slower at 8 (on weights that
-// come from memory; the same bits), and GPT-2 124M's decode step at 64 rows a little faster,
-// at 8 rows the same (BenchmarkDecode124M).
-#define KBLOCK 768
+// batch's rows, with scratch) takes k in blocks of KBLOCK, so that the 6 rows of w of a column
+// group and the 4 rows of a tile (20 KB) share L1 while every tile of the row block meets the
+// group: whole, at k = 3072, they would not fit, and w would come again from L2 for each tile.
+// The tiles' accumulators wait in lanes between blocks: at most KBLOCK_TILES tiles of 4 rows,
+// the rows of a block of a. A product without copies (a decode step's, at most ntCopyRows
+// rows) takes k whole: in blocks, its few rows would read the weights from memory once per row
+// block and move every tile's lanes to memory and back at every block of k, where a decode
+// step waits on memory already (BenchmarkDecode124M).
+#define KBLOCK 512
 #define KBLOCK_MIN 1024
-#define KBLOCK_TILES 8
-#define KBLOCK8_TILES 16 // the AVX2 kernel's: tiles of 3 rows
+#define KBLOCK_TILES 16
+#define KBLOCK8 768      // the AVX2 kernel's k blocks
+#define KBLOCK8_TILES 16 // and its tiles of 3 rows
 #define AREG_MAX_K (32 * 1024 / (8 * 4)) // 8 rows of a in 32 KB of L1: the 8 × 3 tile loads a into registers (TILE)
 
 // groups runs columns j, j+nr, … while a whole group of nr fits before j1, each group against
@@ -206,14 +205,12 @@ __attribute__((target("avx512f,avx512dq"))) static long groups(const tile_fn *ti
 // block stays in L2 while the columns' rows of w stream past it, and each weight row comes
 // from memory once per block. Without scratch (a decode step's few rows) a block holds up to
 // about 1.5 MB of a, all of a decode step's at k = 3072. With scratch (a prefill's or a
-// training batch's rows) it holds at most 640 KB: every column group reads the whole block,
-// so a block larger than L2 (1 MB on Zen 4, with w's group and the lanes beside it) evicts
-// itself on every pass: at k = 3072, blocks of 48 rows run the down-projection faster than
-// blocks of 96 (1.2 MB) (BenchmarkGemmSmall/copied/2304x3072x768). Without k blocking
-// the columns go in groups of 6 against tiles of 4 rows (a vector of a serves 6 columns: a
-// third less of a read from L2 than with tiles of 6 × 4, and a faster LM head in a decode
-// step); with it, in groups of 4 against tiles of 6 rows (4 × 6 is slower there), and what is
-// left in 4s, then one by one. A block of exactly 8 rows (a decode step of one prompt's 8
+// training batch's rows) it holds at most 640 KB, and with k blocks at most KBLOCK_TILES tiles:
+// every column group reads the whole block, so a block larger than L2 (with w's group and the
+// lanes beside it) would evict itself on every pass. The columns go in groups of 6 against
+// tiles of 4 rows (a vector of a serves 6 columns: a third less of a read from L2 than with
+// tiles of 6 × 4, the stream that bounds a product whose rows of a come from L2), what is
+// left in groups of 4 against tiles of 6 rows, then one by one. A block of exactly 8 rows (a decode step of one prompt's 8
 // samples, which waits on memory) goes first in groups of 3 against one tile of all 8 rows:
 // each vector of w is loaded once and serves every row, and the 8 rows of a (24 KB at
 // k = 768) stay in L1, where with tiles of 4 × 6 they and a group of w (18 KB) did not both
@@ -233,13 +230,13 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 	long kc = scratch && k > KBLOCK_MIN ? KBLOCK : (k > 0 ? k : 1); // K blocking, above
 	long mb = ((scratch ? 640 : 1536) * 1024 / 4 / (k > 0 ? k : 1)) / 12 * 12;
 	if (mb < 12) mb = 12;
-	if (kc < k && mb > 6 * KBLOCK_TILES) mb = 6 * KBLOCK_TILES;
+	if (kc < k && mb > 4 * KBLOCK_TILES) mb = 4 * KBLOCK_TILES;
 	float lanes[KBLOCK_TILES][24 * 16] __attribute__((aligned(64)));
 	float *abuf = 0, *wbuf = 0;
 	const tile_fn *tiles8 = k <= AREG_MAX_K ? tiles3r : tiles3; // a block of exactly 8 rows
 	if (scratch && kc < k) {
 		abuf = scratch;
-		wbuf = scratch + 6 * KBLOCK_TILES * (k + 16);
+		wbuf = scratch + 4 * KBLOCK_TILES * (k + 16);
 	}
 	for (long i0 = 0; i0 < m; i0 += mb) {
 		long i1 = i0 + mb < m ? i0 + mb : m;
@@ -252,7 +249,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 		}
 		long j = j0;
 		if (i1 - i0 == 8) j = groups(tiles8, 8, 3, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, wbuf);
-		if (kc >= k) j = groups(tiles6, 4, 6, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, 0);
+		j = groups(tiles6, 4, 6, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, kc < k ? wbuf : 0);
 		j = groups(tiles4, 6, 4, out, ab, w, i0, i1, j, j1, k, kc, la, ldw, ldo, res, bias, lanes, wbuf);
 		for (; j < j1; j++)
 			for (long i = i0; i < i1; i += 6) {
@@ -263,7 +260,7 @@ __attribute__((target("avx512f,avx512dq"))) void rk_gemm_nt(float *out, const fl
 	}
 }
 
-long rk_gemm_nt_scratch(long k) { return 6 * KBLOCK_TILES * (k + 16) + 6 * KBLOCK; }
+long rk_gemm_nt_scratch(long k) { return 4 * KBLOCK_TILES * (k + 16) + 6 * KBLOCK; }
 
 // The same arithmetic in eight-float halves (AVX2 and FMA, for processors without AVX-512):
 // lane e of the sixteen is lane e mod 8 of the low half (e < 8) or of the high one, so the
@@ -360,7 +357,7 @@ static const tile8_fn tiles8[4][3] = {{0, 0, 0}, {0, tile8_1x1, tile8_1x2}, {0, 
 __attribute__((target("avx2,fma"))) void rk_gemm_nt8(float *out, const float *a, const float *w, long m, long j0, long j1,
                                                        long k, long lda, long ldw, long ldo, const float *res,
                                                        const float *bias) {
-	long kc = k > KBLOCK_MIN ? KBLOCK : (k > 0 ? k : 1);
+	long kc = k > KBLOCK_MIN ? KBLOCK8 : (k > 0 ? k : 1);
 	long mb = (512 * 1024 / 4 / (k > 0 ? k : 1)) / 3 * 3;
 	if (mb < 3) mb = 3;
 	if (kc < k && mb > 3 * KBLOCK8_TILES) mb = 3 * KBLOCK8_TILES;
