@@ -30,10 +30,11 @@ type Backend struct {
 	mu sync.Mutex
 	d  Driver
 
-	// Device memory held by this backend's allocations, in bytes: now and at most since the
-	// start or the last ResetPeak. Memory is freed when the collector finds its Mem
-	// unreachable, so garbage counts until then, as it holds the device's memory until then.
+	// Device memory in use by this backend's allocations, in bytes: now and at most since the
+	// start or the last ResetPeak (memory.go). Garbage counts until the collector finds its
+	// Mem unreachable; its block then waits in the cache for the next allocation of its size.
 	live, peak atomic.Int64
+	cache      blockCache
 
 	// Scratch, grown on demand and never shrunk.
 	partial  *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
@@ -85,34 +86,6 @@ func (b *Backend) BatchInvariant() bool { return true }
 
 // Driver returns the device driver.
 func (b *Backend) Driver() Driver { return b.d }
-
-// mem allocates n 4-byte elements; the device memory is freed when the Mem is unreachable.
-// Whatever passes its address to the driver keeps it reachable until the driver call is
-// issued (Arg.Mem, runtime.KeepAlive): Go may find a value unreachable after its last use,
-// and the cleanup would otherwise free the memory between taking the address and the
-// kernel reading it (the emulator, which runs a launch on threads of its own, read freed
-// memory that way). The driver's Free waits for the device's pending work.
-func (b *Backend) mem(n int, zero bool) *backend.Mem {
-	m := &backend.Mem{Len: n}
-	if n > 0 {
-		m.Dev = b.d.Alloc(4*n, zero)
-		bytes := int64(4 * n)
-		now := b.live.Add(bytes)
-		for p := b.peak.Load(); now > p && !b.peak.CompareAndSwap(p, now); p = b.peak.Load() {
-		}
-		d := b.d
-		runtime.AddCleanup(m, func(p uintptr) { d.Free(p); b.live.Add(-bytes) }, m.Dev)
-	}
-	return m
-}
-
-// Memory is the device memory this backend holds now and the most it has held since it
-// started or since the last ResetPeak, in bytes. The driver's own use (the context, loaded
-// kernels, the BLAS library's workspace) is not counted.
-func (b *Backend) Memory() (live, peak int64) { return b.live.Load(), b.peak.Load() }
-
-// ResetPeak starts a new peak at the memory held now.
-func (b *Backend) ResetPeak() { b.peak.Store(b.live.Load()) }
 
 // Describe names the device, from the driver when it says more than its name.
 func (b *Backend) Describe() string {
