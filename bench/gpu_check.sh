@@ -218,8 +218,8 @@ run() {
 		ours=$(find bench/results -name '*.json' ! -name gpu.json -newer "$dir/before-rookbench" | head -1)
 		if python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
 			stage "export the timed weights (model:save)" 60 "$dir/rookscript" --quiet bench/export_model.lua out="$dir/hf-124m"
-			stage "torch-CUDA peer (transformers GPT-2)" 240 python3 bench/torch_cuda.py --model "$dir/hf-124m" \
-				--runs 3 --compile --budget-s 150 ${ours:+--ours "$ours"} --out bench/results/gpu.json
+			stage "torch-CUDA peer (transformers GPT-2)" 180 python3 bench/torch_cuda.py --model "$dir/hf-124m" \
+				--runs 3 --compile --budget-s 90 ${ours:+--ours "$ours"} --out bench/results/gpu.json
 		else
 			skip "torch-CUDA peer (transformers GPT-2)" "python3 lacks torch with CUDA or transformers"
 		fi

@@ -109,14 +109,25 @@ def peer(args):
     g = torch.Generator().manual_seed(args.seed)
     vocab = json.load(open(f"{args.model}/config.json"))["vocab_size"]
     prompts8 = torch.randint(0, vocab, (8, PROMPT), generator=g).cuda()
-    cases = []
-    for compiled in [False, True] if args.compile else [False]:
-        tag = "compiled_" if compiled else ""
-        for dt, name in [(torch.float32, "fp32"), (torch.bfloat16, "bf16")]:
-            cases.append((f"torch_{tag}{name}_decode64_ms", lambda dt=dt, c=compiled: decode_ms(args.model, dt, prompts8, 8, c, args)))
-            cases.append((f"torch_{tag}{name}_decode8_ms", lambda dt=dt, c=compiled: decode_ms(args.model, dt, prompts8[:1], 8, c, args)))
-        for mode in ["fp32", "tf32", "bf16"]:
-            cases.append((f"torch_{tag}{mode}_train_step_ms", lambda m=mode, c=compiled: train_ms(args.model, m, c, args)))
+    def decode(name, dt, prompts, compiled):
+        return (name, lambda: decode_ms(args.model, dt, prompts, 8, compiled, args))
+
+    def train(name, mode, compiled):
+        return (name, lambda: train_ms(args.model, mode, compiled, args))
+
+    # Every eager mode first, then the compiled ones, the acceptance's rows before the rest: the
+    # budget cuts from the end.
+    f32, bf16 = torch.float32, torch.bfloat16
+    cases = [decode("torch_fp32_decode64_ms", f32, prompts8, False), decode("torch_bf16_decode64_ms", bf16, prompts8, False),
+             decode("torch_fp32_decode8_ms", f32, prompts8[:1], False), decode("torch_bf16_decode8_ms", bf16, prompts8[:1], False),
+             train("torch_fp32_train_step_ms", "fp32", False), train("torch_tf32_train_step_ms", "tf32", False),
+             train("torch_bf16_train_step_ms", "bf16", False)]
+    if args.compile:
+        cases += [decode("torch_compiled_fp32_decode64_ms", f32, prompts8, True),
+                  decode("torch_compiled_bf16_decode64_ms", bf16, prompts8, True),
+                  train("torch_compiled_tf32_train_step_ms", "tf32", True), train("torch_compiled_bf16_train_step_ms", "bf16", True),
+                  train("torch_compiled_fp32_train_step_ms", "fp32", True),
+                  decode("torch_compiled_fp32_decode8_ms", f32, prompts8[:1], True)]
     rows, errors, start = {}, {}, time.monotonic()
     for name, fn in cases:
         if time.monotonic() - start > args.budget_s:
