@@ -183,6 +183,19 @@ func (s Suite) matMul(t *testing.T, n, c, oc int, bias bool) {
 	s.Ref.MatMulGELU(pre.r, act.r, pi.r, pw.r, pb.r, n, c, oc)
 	s.compareScaledBufs(t, "MatMulGELU pre", pre)
 	s.compareScaledBufs(t, "MatMulGELU out", act)
+	// On each backend the fused GELU gives the bits of the product followed by its own GELU.
+	for _, b := range []struct {
+		name     string
+		be       backend.Backend
+		pre, act backend.Buf
+		in       [3]backend.Buf
+	}{{"device", s.Dev, pre.d, act.d, [3]backend.Buf{pi.d, pw.d, pb.d}}, {"reference", s.Ref, pre.r, act.r, [3]backend.Buf{pi.r, pw.r, pb.r}}} {
+		sep, sepAct := b.be.Alloc(n*oc), b.be.Alloc(n*oc)
+		b.be.MatMul(sep, b.in[0], b.in[1], b.in[2], n, c, oc)
+		b.be.GELU(sepAct, sep)
+		bitsEqual(t, "MatMulGELU pre against MatMul, "+b.name, get(b.be, b.pre), get(b.be, sep))
+		bitsEqual(t, "MatMulGELU out against MatMul then GELU, "+b.name, get(b.be, b.act), get(b.be, sepAct))
+	}
 	dout := s.pair(randVec(r, n*oc, 1))
 	dinp, dw := s.pair(randVec(r, n*c, 1)), s.pair(randVec(r, oc*c, 1))
 	s.Dev.MatMulBackward(dinp.d, dw.d, dbias.d, dout.d, pi.d, pw.d, n, c, oc)
@@ -434,7 +447,7 @@ func (s Suite) Determinism(t *testing.T) {
 	}
 	a, sa := run()
 	b, sb := run()
-	bitsEqual(t, "LayerNorm, bias gradient, attention", a, b)
+	bitsEqual(t, "LayerNorm, bias gradient, attention, run to run", a, b)
 	if sa != sb {
 		t.Fatalf("SumSquares: %v then %v", sa, sb)
 	}

@@ -178,7 +178,7 @@ func bitsEqual(t *testing.T, what string, a, b []float32) {
 	t.Helper()
 	for i := range a {
 		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			t.Fatalf("%s: run-to-run difference at %d: %v vs %v", what, i, a[i], b[i])
+			t.Fatalf("%s: element %d differs: %v vs %v", what, i, a[i], b[i])
 		}
 	}
 }

@@ -92,7 +92,14 @@ func (hostOnly) BatchInvariant() bool { return true }
 // byteCounting is the emulator's driver counting the bytes copied each way.
 type byteCounting struct {
 	Driver
-	toHost, toDevice int
+	toHost, toDevice, launches int
+	names                      []string
+}
+
+func (c *byteCounting) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args []launch.Arg) {
+	c.launches++
+	c.names = append(c.names, k.Name)
+	c.Driver.Launch(k, grid, block, shared, args)
 }
 
 func (c *byteCounting) DtoH(dst unsafe.Pointer, src uintptr, bytes int) {
@@ -201,6 +208,13 @@ func TestDecodeStepSteadyState(t *testing.T) {
 		}
 		if d.toHost != 8*n {
 			t.Errorf("step %d: %d bytes to the host, want %d", step, d.toHost, 8*n)
+		}
+		// The embeddings; each layer's LayerNorm, QKV, KV write, attention, projection +
+		// residual, LayerNorm, MLP + GELU, projection + residual; the final LayerNorm, the LM
+		// head, the softmax, the draw and the draws' positions advanced; and from the second
+		// step on, the rows' positions advanced where they are.
+		if want := 8*cfg.NumLayers + 6 + min(step, 1); d.launches != want {
+			t.Errorf("step %d: %d launches, want %d: %v", step, d.launches, want, d.names)
 		}
 		tokens = next
 		for k := range pos {

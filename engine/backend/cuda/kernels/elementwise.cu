@@ -34,13 +34,14 @@ extern "C" __global__ void rkcu_scale(float* x, float s, long long n) {
 
 __device__ __forceinline__ float rkcu_gelu_u(float v) { return RKCU_GELU_K * (v + RKCU_GELU_A * v * v * v); }
 
+__device__ __forceinline__ float rkcu_gelu(float v) {
+	float u = rkcu_gelu_u(v), e = expf(-2.0f * fabsf(u));
+	float t = copysignf((1.0f - e) / (1.0f + e), u);
+	return 0.5f * v * (1.0f + t);
+}
+
 extern "C" __global__ void rkcu_gelu_forward(float* out, const float* x, long long n) {
-	RKCU_GRID_LOOP(i, n) {
-		float v = x[i], u = rkcu_gelu_u(v);
-		float e = expf(-2.0f * fabsf(u));
-		float t = copysignf((1.0f - e) / (1.0f + e), u);
-		out[i] = 0.5f * v * (1.0f + t);
-	}
+	RKCU_GRID_LOOP(i, n) out[i] = rkcu_gelu(x[i]);
 }
 
 // dinp = gelu'(x)·dout, with 1 − tanh² computed as 4e/(1 + e)² (no cancellation near |t| = 1).

@@ -49,8 +49,8 @@ var (
 	Softmax             = Kernel{"rkcu_softmax", "FFFiif"}
 	AdamW               = Kernel{"rkcu_adamw", "FFFFlLiffffff"}
 	SumSquares          = Kernel{"rkcu_sumsq", "DFLii"}
-	MatMulNT            = Kernel{"rkcu_matmul_nt", "FFFFFiii"}
-	MatMulNT16          = Kernel{"rkcu_matmul_nt16", "FFFFFiii"}
+	MatMulNT            = Kernel{"rkcu_matmul_nt", "FFFFFFiii"}
+	MatMulNT16          = Kernel{"rkcu_matmul_nt16", "FFFFFFiii"}
 	Sample              = Kernel{"rkcu_sample", "IFFFFIIIiilif"}
 )
 

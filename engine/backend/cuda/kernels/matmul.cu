@@ -1,5 +1,7 @@
 // The forward's matrix products, batch-invariant: out = res + (bias + inp·wᵀ), inp (n, c),
-// w (oc, c), row-major (res and bias may be null). Every output element is one sum,
+// w (oc, c), row-major (res and bias may be null), and with gelu also gelu(out) into gelu (the
+// MLP's activation, rkcu_gelu_forward's bits, in the product's pass rather than a launch and a
+// pass of its own). Every output element is one sum,
 // acc = fmaf(inp[i][k], w[j][k], acc) for k = 0, 1, …, c−1 from acc = 0, then bias[j] + acc,
 // then res[i][j] + that: its order depends on nothing but its own row and column — not on n,
 // on the row's place in the batch, on the tile it falls in or on the grid. So the sampler's
@@ -23,8 +25,8 @@
 
 // R rows and columns per thread: tiles of 16R × 16R; K: k per shared-memory step.
 template <int R, int K>
-__device__ void rkcu_matmul_tiles(float* out, const float* res, const float* inp, const float* w, const float* bias, int n,
-                                  int c, int oc) {
+__device__ void rkcu_matmul_tiles(float* out, float* gelu, const float* res, const float* inp, const float* w,
+                                  const float* bias, int n, int c, int oc) {
 	const int T = 16 * R;
 	__shared__ float as[K][T + 1]; // + 1: a step's k of one row fall in different banks
 	__shared__ float ws[K][T + 1];
@@ -62,18 +64,19 @@ __device__ void rkcu_matmul_tiles(float* out, const float* res, const float* inp
 				float v = acc[r][s];
 				if (bias) v = bias[j] + v;
 				long long o = (long long)i * oc + j;
-				out[o] = res ? res[o] + v : v;
+				out[o] = v = res ? res[o] + v : v;
+				if (gelu) gelu[o] = rkcu_gelu(v);
 			}
 		}
 	}
 }
 
-extern "C" __global__ void rkcu_matmul_nt(float* out, const float* res, const float* inp, const float* w, const float* bias,
-                                          int n, int c, int oc) {
-	rkcu_matmul_tiles<4, 16>(out, res, inp, w, bias, n, c, oc);
+extern "C" __global__ void rkcu_matmul_nt(float* out, float* gelu, const float* res, const float* inp, const float* w,
+                                          const float* bias, int n, int c, int oc) {
+	rkcu_matmul_tiles<4, 16>(out, gelu, res, inp, w, bias, n, c, oc);
 }
 
-extern "C" __global__ void rkcu_matmul_nt16(float* out, const float* res, const float* inp, const float* w,
+extern "C" __global__ void rkcu_matmul_nt16(float* out, float* gelu, const float* res, const float* inp, const float* w,
                                             const float* bias, int n, int c, int oc) {
-	rkcu_matmul_tiles<1, 64>(out, res, inp, w, bias, n, c, oc);
+	rkcu_matmul_tiles<1, 64>(out, gelu, res, inp, w, bias, n, c, oc);
 }

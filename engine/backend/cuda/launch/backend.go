@@ -417,7 +417,7 @@ func (b *Backend) gemmRowMajor(transA, transB bool, m, n, k int, alpha float32, 
 // forward's thousands give a row the same bits (DESIGN §6.1). cuBLAS's choice of algorithm,
 // and with it a sum's order, depends on the sizes.
 func (b *Backend) MatMul(out, inp, w, bias backend.Buf, n, c, oc int) {
-	b.matMul(out, backend.Buf{}, inp, w, bias, n, c, oc)
+	b.matMul(out, backend.Buf{}, backend.Buf{}, inp, w, bias, n, c, oc)
 }
 
 // MatMulAdd: out = res + (bias + inp·wᵀ) in one pass, rounded as MatMul then Add.
@@ -426,7 +426,7 @@ func (b *Backend) MatMulAdd(out, res, inp, w, bias backend.Buf, n, c, oc int) {
 	if out.Slice(0, n*oc).Overlaps(res.Slice(0, n*oc)) {
 		panic("cuda: MatMulAdd: res overlaps the output") // the interface's contract, as the CPU's
 	}
-	b.matMul(out, res, inp, w, bias, n, c, oc)
+	b.matMul(out, backend.Buf{}, res, inp, w, bias, n, c, oc)
 }
 
 // matMulTile is rkcu_matmul_nt's tile (rows and columns), matMulThreads its threads per
@@ -435,7 +435,9 @@ func (b *Backend) MatMulAdd(out, res, inp, w, bias backend.Buf, n, c, oc int) {
 // tiles change which thread computes an element, not its sum.
 const matMulTile, matMulThreads, matMulWide = 64, 256, 128
 
-func (b *Backend) matMul(out, res, inp, w, bias backend.Buf, n, c, oc int) {
+// matMul runs the product kernel: out = res + (bias + inp·wᵀ), and gelu(out) into gelu where
+// gelu is set.
+func (b *Backend) matMul(out, gelu, res, inp, w, bias backend.Buf, n, c, oc int) {
 	need("MatMul out", out, n*oc)
 	need("MatMul inp", inp, n*c)
 	need("MatMul w", w, oc*c)
@@ -452,14 +454,13 @@ func (b *Backend) matMul(out, res, inp, w, bias backend.Buf, n, c, oc int) {
 		k, tiles = kernels.MatMulNT16, ceilDiv(n, 16)*ceilDiv(oc, 16)
 	}
 	b.launch(k, D1(b.grid(tiles)), D1(matMulThreads), 0,
-		argF(out), argF(res), argF(inp), argF(w), argF(bias), argInt(n), argInt(c), argInt(oc))
+		argF(out), argF(gelu), argF(res), argF(inp), argF(w), argF(bias), argInt(n), argInt(c), argInt(oc))
 }
 
-// MatMulGELU is MatMul then GELU.
+// MatMulGELU is MatMul then GELU, in one launch: the product kernel writes both.
 func (b *Backend) MatMulGELU(pre, out, inp, w, bias backend.Buf, n, c, oc int) {
 	need("MatMulGELU out", out, n*oc)
-	b.MatMul(pre, inp, w, bias, n, c, oc)
-	b.GELU(out.Slice(0, n*oc), pre.Slice(0, n*oc))
+	b.matMul(pre, out, backend.Buf{}, inp, w, bias, n, c, oc)
 }
 
 func (b *Backend) MatMulBackward(dinp, dw, dbias, dout, inp, w backend.Buf, n, c, oc int) {
