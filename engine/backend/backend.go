@@ -144,9 +144,11 @@ type Backend interface {
 
 	// KVWrite stores the k and v parts of qkv rows into cache slot slot[i] at position pos[i].
 	KVWrite(kv KV, qkv Buf, slot, pos I32, n, c int)
-	// AttentionDecode: row i attends with its q (from qkv) over positions 0..pos[i] of
-	// slot[i] in the cache (which already holds its own k, v) — the first of them from the
-	// slot it shares a prefix with (KV.Shared), if it does.
+	// AttentionDecode: row i's k and v (from qkv) are stored at position pos[i] of slot[i] in
+	// the cache, as KVWrite stores them, and the row attends with its q over positions
+	// 0..pos[i] of its slot — the first of them from the slot it shares a prefix with
+	// (KV.Shared), if it does. One call, so that a decode step writes and reads the cache in
+	// one pass (one launch a layer on a GPU).
 	AttentionDecode(out, qkv Buf, kv KV, slot, pos I32, n, nh, c int)
 
 	// AdamW updates p in place from gradient g and moments m, v; elements in h.NoDecay

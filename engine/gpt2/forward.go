@@ -171,12 +171,12 @@ func (m *Model) trunk(a *activations, n int, kv *KVCache, decode, save bool) {
 		}
 		bk.LayerNorm(la.ln1, la.ln1Mean, la.ln1Rstd, residual, w.ln1w, w.ln1b, n, c, cfg.LayerNormE)
 		bk.MatMul(la.qkv, la.ln1, w.qkvw, w.qkvb, n, c, 3*c)
-		if kv != nil {
-			bk.KVWrite(kv.layers[l], la.qkv, a.slot, a.pos, n, c)
-		}
-		if decode {
+		if decode { // its keys and values into the cache, and attention over the cache
 			bk.AttentionDecode(la.attY, la.qkv, kv.layers[l], a.slot, a.pos, n, nh, c)
 		} else {
+			if kv != nil {
+				bk.KVWrite(kv.layers[l], la.qkv, a.slot, a.pos, n, c)
+			}
 			bk.Attention(la.attY, la.attLse, la.qkv, a.pack, nh, c)
 		}
 		bk.MatMulAdd(la.res2, residual, la.attY, w.attprojw, w.attprojb, n, c, c)

@@ -261,6 +261,10 @@ func decodeRuns(runs, slot, shared []int32, workers int) []int32 {
 func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	kvWrite(kv, qkv, slot, pos, n, ch)
+}
+
+func kvWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, ch int) {
 	src, kc, vc := qkv.F32(), kv.K.F32(), kv.V.F32()
 	sl, ps := slot.Ints(), pos.Ints()
 	for i := 0; i < n; i++ {
@@ -276,6 +280,7 @@ func (c *CPU) KVWrite(kv backend.KV, qkv backend.Buf, slot, pos backend.I32, n, 
 func (c *CPU) AttentionDecode(out, qkv backend.Buf, kv backend.KV, slot, pos backend.I32, n, nh, ch int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	kvWrite(kv, qkv, slot, pos, n, ch)
 	c.dec = decodeJob{out: out.F32(), qkv: qkv.F32(), kc: kv.K.F32(), vc: kv.V.F32(), slot: slot.Ints()[:n], pos: pos.Ints()[:n], nh: nh, c: ch, cap: kv.Cap, scratch: c.scratchFor(kv.Cap * nh)}
 	if kv.Shared.M != nil {
 		c.dec.shared = kv.Shared.Ints()

@@ -209,11 +209,11 @@ func TestDecodeStepSteadyState(t *testing.T) {
 		if d.toHost != 8*n {
 			t.Errorf("step %d: %d bytes to the host, want %d", step, d.toHost, 8*n)
 		}
-		// The embeddings; each layer's LayerNorm, QKV, KV write, attention, projection +
+		// The embeddings; each layer's LayerNorm, QKV, KV write with attention, projection +
 		// residual, LayerNorm, MLP + GELU, projection + residual; the final LayerNorm, the LM
 		// head, the softmax, the draw and the draws' positions advanced; and from the second
 		// step on, the rows' positions advanced where they are.
-		if want := 8*cfg.NumLayers + 6 + min(step, 1); d.launches != want {
+		if want := 7*cfg.NumLayers + 6 + min(step, 1); d.launches != want {
 			t.Errorf("step %d: %d launches, want %d: %v", step, d.launches, want, d.names)
 		}
 		tokens = next

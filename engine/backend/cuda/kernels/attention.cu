@@ -199,11 +199,12 @@ extern "C" __global__ void rkcu_kv_write(float* kc, float* vc, const float* qkv,
 	}
 }
 
-// Decode: row i attends with its q over positions 0..pos[i] of slot slot[i] (which already
-// holds its own k, v); when shared is not null, a slot s reads its positions below
-// shared[2s+1] from slot shared[2s] (a prompt cached once for several samples). Shared per
-// warp: hd + cap floats.
-extern "C" __global__ void rkcu_attention_decode(float* out, const float* qkv, const float* kc, const float* vc,
+// Decode: row i's k and v go into slot slot[i] at pos[i] (as rkcu_kv_write puts them, a warp
+// its head's part), then the row attends with its q over positions 0..pos[i] of its slot; when
+// shared is not null, a slot s reads its positions below shared[2s+1] from slot shared[2s] (a
+// prompt cached once for several samples, below any position a row writes). Shared per warp:
+// hd + cap floats.
+extern "C" __global__ void rkcu_attention_decode(float* out, const float* qkv, float* kc, float* vc,
                                                  const int* shared, const int* slot, const int* pos, int n, int nh, int c,
                                                  int cap, int slots) {
 	int lane = rkcu_lane(), hd = c / nh;
@@ -215,8 +216,13 @@ extern "C" __global__ void rkcu_attention_decode(float* out, const float* qkv, c
 		int sl = slot[row], ps = pos[row];
 		if (sl < 0 || sl >= slots || ps < 0 || ps >= cap) continue;
 		const float* qrow = qkv + (long long)row * 3 * c + h * hd;
-		for (int e = lane; e < hd; e += 32) q[e] = qrow[e];
-		__syncwarp();
+		long long own = ((long long)sl * cap + ps) * c + h * hd;
+		for (int e = lane; e < hd; e += 32) {
+			q[e] = qrow[e];
+			kc[own + e] = qrow[c + e];
+			vc[own + e] = qrow[2 * c + e];
+		}
+		__syncwarp(); // the warp's writes, q's and the cache's, seen by all its lanes
 		int src = sl, n1 = 0;
 		if (shared) {
 			src = shared[2 * sl];
