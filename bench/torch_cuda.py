@@ -62,10 +62,28 @@ def load(path, dtype):
     return model
 
 
+# The KV cache generate() used: "static" unless this transformers' GPT-2 refused it, then the
+# default (dynamic) cache, named with the refusal in the JSON.
+CACHE = {"used": "static"}
+
+
 def decode_ms(path, dtype, prompts, group, compiled, args):
     """One decode step's ms: 64-token minus 1-token generations over 63 steps."""
+    if compiled and CACHE["used"] != "static":  # a growing cache would recompile at every step
+        raise RuntimeError("no static cache, so no compiled decode")
+    try:
+        return decode_cache_ms(path, dtype, prompts, group, compiled, args, CACHE["used"] == "static")
+    except (ValueError, NotImplementedError) as e:  # a model without a static cache says so this way
+        if CACHE["used"] != "static" or "static" not in str(e).lower():
+            raise
+        CACHE["used"] = f"dynamic (static refused: {str(e).splitlines()[0][:200]})"
+        log(f"  the static cache is refused, the default one timed instead: {e}")
+        return decode_cache_ms(path, dtype, prompts, group, compiled, args, False)
+
+
+def decode_cache_ms(path, dtype, prompts, group, compiled, args, static):
     model = load(path, dtype).eval()
-    model.generation_config.cache_implementation = "static"
+    model.generation_config.cache_implementation = "static" if static else None
     model.generation_config.disable_compile = True  # compiled only where this script says so
     if compiled:
         model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
@@ -178,7 +196,7 @@ def main():
     rows, errors = peer(args)
     result = {"device": torch.cuda.get_device_name(), "commit": "", "date": time.strftime("%Y-%m-%d"),
               "peer": {"torch": torch.__version__, "transformers": transformers.__version__,
-                       "cuda": torch.version.cuda, "errors": errors}, "rows": {}}
+                       "cuda": torch.version.cuda, "decode_cache": CACHE["used"], "errors": errors}, "rows": {}}
     if args.ours:
         ours = json.load(open(args.ours))
         by_key = {r["key"]: r["median"] for r in ours["rows"] if "key" in r and "median" in r}
