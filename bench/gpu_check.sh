@@ -214,12 +214,15 @@ run() {
 			-cpuprofile "$OUTDIR/rookbench-host.pprof"
 		# The torch-CUDA peer on the same weights and shapes, set beside rookbench's figures in
 		# bench/results/gpu.json (the image's python3 holds torch and transformers).
-		local ours
+		local ours counts=() kv
 		ours=$(find bench/results -name '*.json' ! -name gpu.json -newer "$dir/before-rookbench" | head -1)
+		# The decode step's launches and copies, counted at the driver by the parity stage's
+		# TestDecodeStepStructure.
+		for kv in $(grep -o 'gpu.json: .*' "$REPORT" | tail -1 | cut -d' ' -f2-); do counts+=(--row "$kv"); done
 		if python3 -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
 			stage "export the timed weights (model:save)" 60 "$dir/rookscript" --quiet bench/export_model.lua out="$dir/hf-124m"
 			stage "torch-CUDA peer (transformers GPT-2)" 180 python3 bench/torch_cuda.py --model "$dir/hf-124m" \
-				--runs 3 --compile --budget-s 90 ${ours:+--ours "$ours"} --out bench/results/gpu.json
+				--runs 3 --compile --budget-s 90 ${ours:+--ours "$ours"} "${counts[@]}" --out bench/results/gpu.json
 		else
 			skip "torch-CUDA peer (transformers GPT-2)" "python3 lacks torch with CUDA or transformers"
 		fi

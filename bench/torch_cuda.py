@@ -187,6 +187,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=150, help="start no mode after this many seconds")
     ap.add_argument("--ours", help="rookbench's result file of this device, to set beside the peer")
     ap.add_argument("--out", default="bench/results/gpu.json")
+    ap.add_argument("--row", action="append", default=[], metavar="NAME=VALUE",
+                    help="another figure of ours for the rows (the GPU check's decode-step counts)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_cuda.py: torch sees no CUDA device")
@@ -208,6 +210,9 @@ def main():
     else:
         result["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                           text=True).stdout.strip()
+    for r in args.row:
+        name, _, value = r.partition("=")
+        result["rows"][name] = float(value)
     result["rows"].update(rows)
     for a, b in RATIOS:
         if a in result["rows"] and b in result["rows"]:

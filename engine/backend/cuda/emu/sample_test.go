@@ -11,8 +11,8 @@ import (
 	"github.com/rookscript/rookscript/engine/backend"
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
 	"github.com/rookscript/rookscript/engine/backend/cuda/launch"
-	"github.com/rookscript/rookscript/engine/gpt2"
 	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
+	"github.com/rookscript/rookscript/engine/internal/paritytest"
 	"github.com/rookscript/rookscript/engine/philox"
 	"github.com/rookscript/rookscript/engine/rollout"
 )
@@ -93,12 +93,10 @@ func (hostOnly) BatchInvariant() bool { return true }
 type byteCounting struct {
 	Driver
 	toHost, toDevice, launches int
-	names                      []string
 }
 
 func (c *byteCounting) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args []launch.Arg) {
 	c.launches++
-	c.names = append(c.names, k.Name)
 	c.Driver.Launch(k, grid, block, shared, args)
 }
 
@@ -163,70 +161,30 @@ func sameBits(a, b float32) bool { return math.Float32bits(a) == math.Float32bit
 
 // TestDecodeStepSteadyState: a decode step whose inputs are the last step's own (its tokens
 // the last draws', its positions one further, its slots, rows and streams the same) copies
-// nothing to the device and 8 bytes a row to the host; a step whose batch changed uploads.
+// nothing to the device and 8 bytes a row to the host, in a fixed number of launches; a step
+// whose batch changed uploads.
 func TestDecodeStepSteadyState(t *testing.T) {
 	cfg := gpt2test.Tiny()
 	d := &byteCounting{}
-	m := gpt2test.New(t, launch.New(d), cfg, gpt2test.Params(cfg, 12, 1))
-	const prompts, group, promptLen = 2, 3, 4
-	kv, err := m.NewKVCache(prompts*group, 24)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b gpt2.Batch
-	b.Add([]int32{1, 2, 3, 4}, promptLen)
-	b.Add([]int32{5, 6, 7, 8}, promptLen)
-	n := prompts * group
-	draws := gpt2.Draws{Seed: 9, Rows: make([]int32, n), Streams: make([]uint64, n), Positions: make([]int32, n)}
-	slots, pos := make([]int32, n), make([]int32, n)
-	for k := range n {
-		draws.Rows[k], draws.Streams[k], slots[k], pos[k] = int32(k/group), uint64(1000+k), int32(k), promptLen
-	}
-	tokens, _, err := m.PrefillSample(kv, &b, []int32{0, group}, 1, draws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range n {
-		if k%group != 0 {
-			if err := m.ShareSlot(kv, k, k/group*group, promptLen); err != nil {
-				t.Fatal(err)
-			}
-		}
-		draws.Rows[k] = int32(k)
-	}
-	for step := range 5 {
-		for k := range n {
-			draws.Positions[k]++
-		}
+	const prompts, group = 2, 3
+	counts := paritytest.DecodeSteps(t, launch.New(d), cfg, prompts, group, 5, func() paritytest.Counts {
+		c := paritytest.Counts{Launches: d.launches, ToHost: d.toHost, ToDevice: d.toDevice}
 		*d = byteCounting{}
-		next, _, err := m.DecodeSample(kv, slices.Clone(tokens), slots, pos, 1, draws)
-		if err != nil {
-			t.Fatal(err)
+		return c
+	})
+	n := prompts * group
+	for step, c := range counts[:len(counts)-1] {
+		if step > 0 && c.ToDevice != 0 {
+			t.Errorf("step %d: %d bytes to the device in the steady state, want 0", step, c.ToDevice)
 		}
-		if step > 0 && d.toDevice != 0 {
-			t.Errorf("step %d: %d bytes to the device in the steady state, want 0", step, d.toDevice)
+		if c.ToHost != 8*n {
+			t.Errorf("step %d: %d bytes to the host, want %d", step, c.ToHost, 8*n)
 		}
-		if d.toHost != 8*n {
-			t.Errorf("step %d: %d bytes to the host, want %d", step, d.toHost, 8*n)
-		}
-		// The embeddings; each layer's LayerNorm, QKV, KV write with attention, projection +
-		// residual, LayerNorm, MLP + GELU, projection + residual; the final LayerNorm, the LM
-		// head, the softmax, the draw and the draws' positions advanced; and from the second
-		// step on, the rows' positions advanced where they are.
-		if want := 7*cfg.NumLayers + 6 + min(step, 1); d.launches != want {
-			t.Errorf("step %d: %d launches, want %d: %v", step, d.launches, want, d.names)
-		}
-		tokens = next
-		for k := range pos {
-			pos[k]++
+		if want := paritytest.DecodeStepLaunches(cfg.NumLayers, step == 0); c.Launches != want {
+			t.Errorf("step %d: %d launches, want %d", step, c.Launches, want)
 		}
 	}
-	*d = byteCounting{}
-	if _, _, err := m.DecodeSample(kv, tokens[1:], slots[1:], pos[1:], 1, gpt2.Draws{Seed: 9, Rows: draws.Rows[:n-1],
-		Streams: draws.Streams[1:], Positions: draws.Positions[1:]}); err != nil {
-		t.Fatal(err)
-	}
-	if d.toDevice == 0 {
+	if counts[len(counts)-1].ToDevice == 0 {
 		t.Error("a step after a completion left the batch copied nothing to the device")
 	}
 }
