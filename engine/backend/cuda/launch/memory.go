@@ -52,7 +52,7 @@ func (b *Backend) mem(n int, zero bool) *backend.Mem {
 	case zero:
 		b.flat(kernels.Fill, n, argF(backend.Buf{M: m, N: n}), argF32(0), argL(n)) // float zeros: zero bits, for an I32 too
 	}
-	bytes := int64(4 * n)
+	bytes := int64(size)
 	now := b.live.Add(bytes)
 	for p := b.peak.Load(); now > p && !b.peak.CompareAndSwap(p, now); p = b.peak.Load() {
 	}
