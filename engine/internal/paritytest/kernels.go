@@ -240,9 +240,10 @@ func (s Suite) attention(t *testing.T, p backend.Pack) {
 	s.compareBufs(t, "dqkv", dqkv, TolReduce)
 }
 
-// AttentionDecode: sequences fed one position at a time through KVWrite into cache slots
-// (not in slot order) match the packed attention over the whole sequences; then rows of a
-// slot that reads its first positions from another (KV.Shared).
+// AttentionDecode: sequences fed one position at a time into cache slots (not in slot order),
+// each step's keys and values stored by AttentionDecode itself, match the packed attention over
+// the whole sequences, and the caches match exactly; then rows of a slot that reads its first
+// positions from another (KV.Shared).
 func (s Suite) AttentionDecode(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	const nh, c, capacity, slots = 2, 70, 40, 3
@@ -266,8 +267,6 @@ func (s Suite) AttentionDecode(t *testing.T) {
 			q = append(q, qkv[row*3*c:(row+1)*3*c]...)
 		}
 		pq, ps, pp := s.pair(q), s.ipair(slot), s.ipair(pos)
-		s.Dev.KVWrite(kv, pq.d, ps.d, pp.d, len(rows), c)
-		s.Ref.KVWrite(kvr, pq.r, ps.r, pp.r, len(rows), c)
 		out := s.zeros(len(rows) * c)
 		s.Dev.AttentionDecode(out.d, pq.d, kv, ps.d, pp.d, len(rows), nh, c)
 		s.Ref.AttentionDecode(out.r, pq.r, kvr, ps.r, pp.r, len(rows), nh, c)
