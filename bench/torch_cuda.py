@@ -127,6 +127,7 @@ def peer(args):
     g = torch.Generator().manual_seed(args.seed)
     vocab = json.load(open(f"{args.model}/config.json"))["vocab_size"]
     prompts8 = torch.randint(0, vocab, (8, PROMPT), generator=g).cuda()
+
     def decode(name, dt, prompts, compiled):
         return (name, lambda: decode_ms(args.model, dt, prompts, 8, compiled, args))
 
