@@ -72,6 +72,10 @@ func (m *Model) DecodeSample(kv *KVCache, tokens, slots, pos []int32, temperatur
 	if err != nil {
 		return nil, nil, err
 	}
+	if g, ok := m.B.(stepGrapher); ok {
+		g.BeginStep()
+		defer g.EndStep()
+	}
 	n := len(tokens)
 	a, w := m.ensureActs(n, 0, false), m.drawing(max(n, len(d.Rows)))
 	// The step reads its inputs from the drawing's buffers, the activations' own put back after.
@@ -84,6 +88,13 @@ func (m *Model) DecodeSample(kv *KVCache, tokens, slots, pos []int32, temperatur
 	}
 	a.pos, a.slot = w.pos.sync(m.B, ds, pos), w.slot.sync(m.B, ds, slots)
 	return m.sampleOnDevice(m.decodeFed(a, kv, n), n, temperature, d)
+}
+
+// stepGrapher is a backend that runs a decode step's launches as one graph where they repeat
+// the last step's (launch.Backend, on a GPU and under its emulator).
+type stepGrapher interface {
+	BeginStep()
+	EndStep()
 }
 
 // resident is device integers and the host's copy of what they hold, so that a step can

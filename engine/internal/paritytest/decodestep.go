@@ -9,8 +9,9 @@ import (
 	"github.com/rookscript/rookscript/engine/gpt2/gpt2test"
 )
 
-// Counts is what a driver did in a decode step: its launches and the bytes it copied each way.
-type Counts struct{ Launches, ToHost, ToDevice int }
+// Counts is what a driver did in a decode step: its launches one by one, its launches of graphs
+// (launch.Graphs) and the bytes it copied each way.
+type Counts struct{ Launches, Graphs, ToHost, ToDevice int }
 
 // DecodeSteps runs steps decode steps of a GPT-2 of cfg on b, drawing on the device, after a
 // prefill of prompts prompts shared by group rows each; every step's inputs are the last step's
@@ -73,11 +74,12 @@ func DecodeSteps(t *testing.T, b backend.Backend, cfg gpt2.Config, prompts, grou
 	return append(out, count())
 }
 
-// DecodeStepLaunches is the launches of a steady decode step of a model of layers layers: the
+// DecodeStepLaunches is the kernels of a decode step of a model of layers layers: the
 // embeddings; each layer's LayerNorm, QKV, KV write with attention, projection + residual,
 // LayerNorm, MLP + GELU, projection + residual; the final LayerNorm, the LM head, the softmax,
 // the draw and the draws' positions advanced; and the rows' positions advanced where they are
-// (not in the first step, whose positions come from the host).
+// (not in the first step, whose positions come from the host). A steady step makes them as one
+// graph where the driver has graphs: from the third step on, the second's launches repeated.
 func DecodeStepLaunches(layers int, first bool) int {
 	if first {
 		return 7*layers + 6

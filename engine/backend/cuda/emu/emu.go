@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/rookscript/rookscript/engine/backend/cuda/kernels"
@@ -85,6 +86,18 @@ func (Driver) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args 
 	check(k.Name, C.emu_launch(name, csig, C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z),
 		C.uint(block.X), C.uint(block.Y), C.uint(block.Z), C.size_t(shared), &vals[0]))
 }
+
+// Graph is the launches themselves: the emulator has no graphs, so LaunchGraph runs the list
+// (one call, as a GPU's graph is one launch).
+func (Driver) Graph(ls []launch.Launch) launch.Graph { return slices.Clone(ls) }
+
+func (d Driver) LaunchGraph(g launch.Graph) {
+	for _, l := range g.([]launch.Launch) {
+		d.Launch(l.Kernel, l.Grid, l.Block, l.Shared, l.Args)
+	}
+}
+
+func (Driver) DestroyGraph(launch.Graph) {}
 
 func (Driver) Sgemm(transA, transB bool, m, n, k int, alpha float32, a uintptr, lda int, b uintptr, ldb int, beta float32, c uintptr, ldc int) {
 	check("Sgemm", C.emu_sgemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),

@@ -93,6 +93,13 @@ func (hostOnly) BatchInvariant() bool { return true }
 type byteCounting struct {
 	Driver
 	toHost, toDevice, launches int
+	graphs, graphKernels       int
+}
+
+func (c *byteCounting) LaunchGraph(g launch.Graph) {
+	c.graphs++
+	c.graphKernels += len(g.([]launch.Launch))
+	c.Driver.LaunchGraph(g)
 }
 
 func (c *byteCounting) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args []launch.Arg) {
@@ -150,6 +157,9 @@ func TestRolloutSamplesOnDevice(t *testing.T) {
 		if !greedy && (stopped == 0 || stopped == len(want.Completions)) {
 			t.Errorf("%d of %d completions stopped: the test should see both ends", stopped, len(want.Completions))
 		}
+		if d.graphs == 0 {
+			t.Errorf("greedy %v: no decode step ran as a graph", greedy)
+		}
 		if want := 8 * got.Stats.NewTokens; toHost != want {
 			t.Errorf("greedy %v: %d bytes to the host for %d new tokens, want %d (a token and a logprob each)",
 				greedy, toHost, got.Stats.NewTokens, want)
@@ -161,14 +171,19 @@ func sameBits(a, b float32) bool { return math.Float32bits(a) == math.Float32bit
 
 // TestDecodeStepSteadyState: a decode step whose inputs are the last step's own (its tokens
 // the last draws', its positions one further, its slots, rows and streams the same) copies
-// nothing to the device and 8 bytes a row to the host, in a fixed number of launches; a step
-// whose batch changed uploads.
+// nothing to the device and 8 bytes a row to the host, and from the third step on runs as one
+// graph of the second step's launches; a step whose batch changed uploads and runs launch by
+// launch.
 func TestDecodeStepSteadyState(t *testing.T) {
 	cfg := gpt2test.Tiny()
 	d := &byteCounting{}
 	const prompts, group = 2, 3
+	kernels := 0
 	counts := paritytest.DecodeSteps(t, launch.New(d), cfg, prompts, group, 5, func() paritytest.Counts {
-		c := paritytest.Counts{Launches: d.launches, ToHost: d.toHost, ToDevice: d.toDevice}
+		c := paritytest.Counts{Launches: d.launches, Graphs: d.graphs, ToHost: d.toHost, ToDevice: d.toDevice}
+		if d.graphs > 0 {
+			kernels = d.graphKernels / d.graphs
+		}
 		*d = byteCounting{}
 		return c
 	})
@@ -180,11 +195,18 @@ func TestDecodeStepSteadyState(t *testing.T) {
 		if c.ToHost != 8*n {
 			t.Errorf("step %d: %d bytes to the host, want %d", step, c.ToHost, 8*n)
 		}
-		if want := paritytest.DecodeStepLaunches(cfg.NumLayers, step == 0); c.Launches != want {
-			t.Errorf("step %d: %d launches, want %d", step, c.Launches, want)
+		want := paritytest.DecodeStepLaunches(cfg.NumLayers, step == 0)
+		switch {
+		case step < 2 && (c.Launches != want || c.Graphs != 0):
+			t.Errorf("step %d: %d launches and %d graphs, want %d launches", step, c.Launches, c.Graphs, want)
+		case step >= 2 && (c.Launches != 0 || c.Graphs != 1):
+			t.Errorf("step %d: %d launches and %d graphs, want one graph", step, c.Launches, c.Graphs)
 		}
 	}
-	if counts[len(counts)-1].ToDevice == 0 {
-		t.Error("a step after a completion left the batch copied nothing to the device")
+	if kernels != paritytest.DecodeStepLaunches(cfg.NumLayers, false) {
+		t.Errorf("the steady step's graph holds %d kernels, want %d", kernels, paritytest.DecodeStepLaunches(cfg.NumLayers, false))
+	}
+	if last := counts[len(counts)-1]; last.ToDevice == 0 || last.Graphs != 0 {
+		t.Errorf("a step after a completion left the batch: %+v, want copies to the device and no graph", last)
 	}
 }

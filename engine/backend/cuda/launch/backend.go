@@ -36,6 +36,8 @@ type Backend struct {
 	live, peak atomic.Int64
 	cache      blockCache
 
+	graphs stepGraphs // decode steps replayed as graphs (graphs.go)
+
 	// Scratch, grown on demand and never shrunk.
 	partial  *backend.Mem // float partial sums (LayerNorm dw/db, bias gradients)
 	dd       *backend.Mem // attention backward D = dy·y, (n, nh)
@@ -72,7 +74,7 @@ type devTable struct {
 }
 
 // New returns a backend running on d.
-func New(d Driver) *Backend { return &Backend{d: d} }
+func New(d Driver) *Backend { return &Backend{d: d, graphs: stepGraphs{off: graphsOff()}} }
 
 // Name describes the backend.
 func (b *Backend) Name() string { return b.d.Name() }
