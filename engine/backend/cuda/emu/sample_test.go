@@ -209,4 +209,16 @@ func TestDecodeStepSteadyState(t *testing.T) {
 	if last := counts[len(counts)-1]; last.ToDevice == 0 || last.Graphs != 0 {
 		t.Errorf("a step after a completion left the batch: %+v, want copies to the device and no graph", last)
 	}
+
+	// With graphs turned off every step launches its kernels one by one.
+	t.Setenv("ROOKSCRIPT_CUDA_GRAPHS", "0")
+	*d = byteCounting{}
+	counts = paritytest.DecodeSteps(t, launch.New(d), cfg, prompts, group, 4, func() paritytest.Counts {
+		c := paritytest.Counts{Launches: d.launches, Graphs: d.graphs}
+		*d = byteCounting{}
+		return c
+	})
+	if c := counts[3]; c.Graphs != 0 || c.Launches != paritytest.DecodeStepLaunches(cfg.NumLayers, false) {
+		t.Errorf("ROOKSCRIPT_CUDA_GRAPHS=0: a steady step made %d launches and %d graphs", c.Launches, c.Graphs)
+	}
 }
