@@ -199,6 +199,10 @@ run() {
 
 	if [ -n "$gpu" ]; then
 		stage "parity: GPU against the CPU backend" 150 "$dir/cuda.test" -test.v -test.count=1
+		# Decoding again launch by launch: where the stage above fails in decode steps, this tells
+		# whether the graphs (launch/graphs.go) are the cause.
+		stage "parity of decoding without CUDA graphs" 60 env ROOKSCRIPT_CUDA_GRAPHS=0 "$dir/cuda.test" -test.v -test.count=1 \
+			-test.run 'TestParity/(Decode|Sampler|TrainerStep)$'
 		stage "device.Open(cuda)" 30 "$dir/device.test" -test.v -test.count=1
 		stage "NCCL, world of one" 60 "$dir/cuda.test" -test.run TestNCCL -test.v -test.count=1
 		stage "rookscript end to end on the GPU" 90 "$dir/rookscript" bench/gpu_smoke.lua device=cuda
@@ -245,7 +249,7 @@ run() {
 			skip "compute-sanitizer" "compute-sanitizer is not on the PATH"
 		fi
 	else
-		for s in "parity: GPU against the CPU backend" "device.Open(cuda)" "NCCL, world of one" "rookscript end to end on the GPU" \
+		for s in "parity: GPU against the CPU backend" "parity of decoding without CUDA graphs" "device.Open(cuda)" "NCCL, world of one" "rookscript end to end on the GPU" \
 			"TensorBoard's EventAccumulator over a run's tb/" \
 			"rookbench: timings beside their floors" "torch-CUDA peer (transformers GPT-2)" "compute-sanitizer"; do
 			skip "$s" "no GPU on this machine"
