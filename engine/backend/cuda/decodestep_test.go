@@ -50,14 +50,16 @@ func TestDecodeStepStructure(t *testing.T) {
 	d := &counting{driver: b.Driver().(*driver)}
 	cfg := gpt2test.Tiny()
 	cfg.NumLayers = 12
-	counts := paritytest.DecodeSteps(t, launch.New(d), cfg, 8, 8, 4, func() paritytest.Counts {
+	lb := launch.New(d)
+	counts := paritytest.DecodeSteps(t, lb, cfg, 8, 8, 4, func() paritytest.Counts {
 		c := d.c
 		d.c = paritytest.Counts{}
 		return c
 	})
 	steady := counts[len(counts)-2]
 	if steady.Launches != 0 || steady.Graphs != 1 || steady.ToHost != 8*64 || steady.ToDevice != 0 {
-		t.Errorf("a steady decode step: %+v, want one graph, %d bytes to the host, 0 to the device", steady, 8*64)
+		t.Errorf("a steady decode step: %+v, want one graph, %d bytes to the host, 0 to the device (graphs: %v)",
+			steady, 8*64, lb.GraphError())
 	}
 	t.Logf("gpu.json: launches_per_decode_step=%d kernels_per_decode_step=%d dtoh_bytes_per_decode_step=%d htod_bytes_per_decode_step=%d",
 		steady.Launches+steady.Graphs, paritytest.DecodeStepLaunches(cfg.NumLayers, false), steady.ToHost, steady.ToDevice)

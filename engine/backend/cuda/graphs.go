@@ -53,9 +53,9 @@ func cuCheck(r C.CUresult, what string) error {
 	return nil
 }
 
-func (d *driver) Graph(ls []launch.Launch) launch.Graph {
+func (d *driver) Graph(ls []launch.Launch) (launch.Graph, error) {
 	var g graphExec
-	d.do(fmt.Sprintf("making a graph of %d launches", len(ls)), func() error {
+	err := d.run(func() error {
 		var graph C.CUgraph
 		if err := cuCheck(C.cuGraphCreate(&graph, 0), "cuGraphCreate"); err != nil {
 			return err
@@ -83,7 +83,10 @@ func (d *driver) Graph(ls []launch.Launch) launch.Graph {
 		}
 		return cuCheck(C.cuGraphInstantiateWithFlags(&g.exec, graph, 0), "cuGraphInstantiateWithFlags")
 	})
-	return g
+	if err != nil {
+		return nil, fmt.Errorf("cuda: making a graph of %d launches: %w", len(ls), err)
+	}
+	return g, nil
 }
 
 func (d *driver) LaunchGraph(g launch.Graph) {

@@ -89,7 +89,7 @@ func (Driver) Launch(k kernels.Kernel, grid, block launch.Dim, shared int, args 
 
 // Graph is the launches themselves: the emulator has no graphs, so LaunchGraph runs the list
 // (one call, as a GPU's graph is one launch).
-func (Driver) Graph(ls []launch.Launch) launch.Graph { return slices.Clone(ls) }
+func (Driver) Graph(ls []launch.Launch) (launch.Graph, error) { return slices.Clone(ls), nil }
 
 func (d Driver) LaunchGraph(g launch.Graph) {
 	for _, l := range g.([]launch.Launch) {

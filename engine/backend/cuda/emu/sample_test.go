@@ -2,6 +2,7 @@ package emu
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -117,6 +118,13 @@ func (c *byteCounting) HtoD(dst uintptr, src unsafe.Pointer, bytes int) {
 	c.Driver.HtoD(dst, src, bytes)
 }
 
+// noGraphs is a driver whose graphs cannot be made.
+type noGraphs struct{ byteCounting }
+
+func (*noGraphs) Graph([]launch.Launch) (launch.Graph, error) {
+	return nil, errors.New("no graphs here")
+}
+
 // TestRolloutSamplesOnDevice: a rollout on a backend that samples on the device draws the
 // tokens and records the logprobs a rollout with the same kernels draws on the host, bit for
 // bit (repeated prompts, groups, the stop token, greedy), and moves 8 bytes a drawn token
@@ -208,6 +216,19 @@ func TestDecodeStepSteadyState(t *testing.T) {
 	}
 	if last := counts[len(counts)-1]; last.ToDevice == 0 || last.Graphs != 0 {
 		t.Errorf("a step after a completion left the batch: %+v, want copies to the device and no graph", last)
+	}
+
+	// A driver that cannot make the graph: the step runs launch by launch, graphs stay off,
+	// and the backend says why.
+	failing := &noGraphs{byteCounting: byteCounting{}}
+	fb := launch.New(failing)
+	counts = paritytest.DecodeSteps(t, fb, cfg, prompts, group, 4, func() paritytest.Counts {
+		c := paritytest.Counts{Launches: failing.launches, Graphs: failing.graphs}
+		failing.byteCounting = byteCounting{}
+		return c
+	})
+	if c := counts[3]; c.Graphs != 0 || c.Launches != paritytest.DecodeStepLaunches(cfg.NumLayers, false) || fb.GraphError() == nil {
+		t.Errorf("no graphs to be had: a steady step made %d launches and %d graphs, error %v", c.Launches, c.Graphs, fb.GraphError())
 	}
 
 	// With graphs turned off every step launches its kernels one by one.

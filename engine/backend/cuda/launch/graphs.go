@@ -22,7 +22,7 @@ import (
 // emulator replays the list).
 type Graphs interface {
 	// Graph makes a graph of the launches, in order, each after the one before.
-	Graph(ls []Launch) Graph
+	Graph(ls []Launch) (Graph, error)
 	// LaunchGraph runs g, ordered after earlier work as a launch is.
 	LaunchGraph(g Graph)
 	// DestroyGraph releases g; a launch of it still running completes.
@@ -51,6 +51,7 @@ func sameLaunches(a, b []Launch) bool { return slices.EqualFunc(a, b, Launch.sam
 // the last step.
 type stepGraphs struct {
 	off   bool
+	err   error // why the driver could not make a graph, which turned them off
 	step  *step
 	graph []Launch // what b.g was made of
 	g     Graph
@@ -85,6 +86,10 @@ func (b *Backend) EndStep() {
 
 func graphsOff() bool { return os.Getenv("ROOKSCRIPT_CUDA_GRAPHS") == "0" }
 
+// GraphError is why the driver could not make a graph, where it could not (decode steps then
+// launch one by one).
+func (b *Backend) GraphError() error { return b.graphs.err }
+
 func (s *step) Launch(k kernels.Kernel, grid, block Dim, shared int, args []Arg) {
 	bits := make([]Arg, len(args))
 	for i, a := range args {
@@ -103,12 +108,19 @@ func (s *step) flush() {
 	switch {
 	case gs.g != nil && sameLaunches(gs.graph, s.todo):
 		g.LaunchGraph(gs.g)
-	case sameLaunches(gs.last, s.todo):
+	case sameLaunches(gs.last, s.todo) && !gs.off:
 		if gs.g != nil {
 			g.DestroyGraph(gs.g)
+			gs.graph, gs.g = nil, nil
 		}
-		gs.graph, gs.g = s.todo, g.Graph(s.todo)
-		g.LaunchGraph(gs.g)
+		if made, err := g.Graph(s.todo); err != nil { // launched one by one from now on
+			gs.off, gs.err = true, err
+		} else {
+			gs.graph, gs.g = s.todo, made
+			g.LaunchGraph(gs.g)
+			break
+		}
+		fallthrough
 	default:
 		for _, l := range s.todo {
 			s.Driver.Launch(l.Kernel, l.Grid, l.Block, l.Shared, l.Args)
