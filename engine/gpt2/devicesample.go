@@ -95,6 +95,14 @@ func (m *Model) DecodeSample(kv *KVCache, tokens, slots, pos []int32, temperatur
 type stepGrapher interface {
 	BeginStep()
 	EndStep()
+	StepsAsGraphs() bool
+}
+
+// StepsAsGraphs reports whether the backend runs a decode step that repeats the last one as a
+// graph: a decode batch that keeps its rows then runs faster than one that sheds them.
+func (m *Model) StepsAsGraphs() bool {
+	g, ok := m.B.(stepGrapher)
+	return ok && g.StepsAsGraphs() && m.SamplesOnDevice()
 }
 
 // resident is device integers and the host's copy of what they hold, so that a step can

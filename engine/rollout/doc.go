@@ -2,7 +2,10 @@
 //
 // For P prompts and group size G, each prompt is prefilled once and its cache copied to its
 // G slots; then one batched decode step per new token serves every unfinished completion,
-// and completions that emit <|endoftext|> or reach the token limit leave the batch.
+// and completions that emit <|endoftext|> or reach the token limit leave the batch. Where the
+// backend runs a repeated step as a graph (a GPU), finished completions ride along, their
+// draws dropped (Stats.RiderTokens), until half the batch has finished: the steps between keep
+// the batch's rows and repeat, and a row's results do not depend on its neighbours.
 //
 // A completion also ends at a stop (Config.Stop, Config.StopRule): a stop string in its text,
 // or the RookWorld rule, which reads each prompt's task from its text and ends a P: answer

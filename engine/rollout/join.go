@@ -86,6 +86,7 @@ func Join(parts []*Batch, picks []Pick) (*Batch, error) {
 		out.Stats.PrefillTokens += p.Stats.PrefillTokens
 		out.Stats.NewTokens += p.Stats.NewTokens
 		out.Stats.DecodeSteps += p.Stats.DecodeSteps
+		out.Stats.RiderTokens += p.Stats.RiderTokens
 	}
 	if scored {
 		out.Rewards = make([]float64, 0, len(picks)*g)

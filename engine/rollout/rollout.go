@@ -147,6 +147,7 @@ type Stats struct {
 	PrefillTokens int
 	NewTokens     int // tokens sampled, a token the RookWorld stop rule drops among them
 	DecodeSteps   int
+	RiderTokens   int // tokens drawn, and dropped, for finished completions riding in the decode batch
 }
 
 // TokensPerSecond is the rate of new tokens over the whole rollout.
@@ -172,10 +173,13 @@ type completionState struct {
 	c      *Completion
 	row    int // its row in the current distribution
 	slot   int32
+	start  int32  // its prompt's length
 	pos    int32  // position of the next token to feed
 	stream uint64 // its random stream (streamKey)
 	smp    sampler
 	end    *ender // nil without stop strings or rule
+	done   bool   // finished: riding along in the decode batch, if at all
+	fed    int32  // the last token drawn for it on the device
 }
 
 // Generate samples cfg.Group completions for each prompt. It stops early with ctx's error
@@ -254,7 +258,7 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		for j := range g {
 			k := i*g + j
 			b.Completions[k].Prompt = i
-			states[k] = completionState{c: &b.Completions[k], row: i, slot: int32(k), pos: int32(len(p)),
+			states[k] = completionState{c: &b.Completions[k], row: i, slot: int32(k), start: int32(len(p)), pos: int32(len(p)),
 				stream: streamKey(key, occurrence, j), smp: sampler{shape: cfg.Shaping}}
 			if stops {
 				states[k].end = newEnder(cfg, promptText)
@@ -288,21 +292,28 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 		}
 	}
 
+	// The decode batch is the active completions. Where the backend runs a step that repeats
+	// the last one as a graph, finished completions ride along, their draws ignored, until half
+	// the batch has finished: the batch keeps its rows, so the steps between repeat (a row's
+	// results do not depend on the rows beside it, DESIGN §6.1).
+	batch, ride := active, onDevice && m.StepsAsGraphs()
 	var tokens, slotIDs, pos []int32
 	for step := 1; ; step++ {
 		if onDevice {
-			for r, st := range active {
-				st.c.Tokens, st.c.LogProbs = append(st.c.Tokens, drawn[r]), append(st.c.LogProbs, logps[r])
+			for r, st := range batch {
+				if st.fed = drawn[r]; !st.done {
+					st.c.Tokens, st.c.LogProbs = append(st.c.Tokens, drawn[r]), append(st.c.LogProbs, logps[r])
+				}
 			}
 		} else {
 			sampleRows(d, active, cfg)
 		}
-		b.Stats.NewTokens += len(active)
+		b.Stats.NewTokens, b.Stats.RiderTokens = b.Stats.NewTokens+len(active), b.Stats.RiderTokens+len(batch)-len(active)
 		if cfg.Progress != nil {
 			cfg.Progress(step, cfg.MaxNewTokens)
 		}
-		// Finished completions leave the batch.
-		next := active[:0]
+		// Finished completions leave the active ones.
+		next := make([]*completionState, 0, len(active))
 		for _, st := range active {
 			last := st.c.Tokens[len(st.c.Tokens)-1]
 			switch {
@@ -312,25 +323,34 @@ func (s *Sampler) Generate(ctx context.Context, prompts [][]int32, cfg Config) (
 				st.c.Truncated = true
 			default:
 				next = append(next, st)
+				continue
 			}
+			st.done = true
 		}
 		active = next
 		if len(active) == 0 {
 			break
 		}
+		if !ride || 2*len(active) <= len(batch) {
+			batch = active
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		tokens, slotIDs, pos = tokens[:0], slotIDs[:0], pos[:0]
-		for r, st := range active {
+		for r, st := range batch {
 			st.row = r
-			tokens = append(tokens, st.c.Tokens[len(st.c.Tokens)-1])
+			tok := st.fed
+			if !onDevice {
+				tok = st.c.Tokens[len(st.c.Tokens)-1]
+			}
+			tokens = append(tokens, tok)
 			slotIDs = append(slotIDs, st.slot)
 			pos = append(pos, st.pos)
 			st.pos++
 		}
 		if onDevice {
-			drawn, logps, err = m.DecodeSample(s.kv, tokens, slotIDs, pos, cfg.Temperature, draws(active, cfg))
+			drawn, logps, err = m.DecodeSample(s.kv, tokens, slotIDs, pos, cfg.Temperature, draws(batch, cfg))
 		} else {
 			d, err = m.Decode(s.kv, tokens, slotIDs, pos, cfg.Temperature)
 		}
@@ -389,13 +409,14 @@ func sampleRows(d gpt2.Dist, active []*completionState, cfg Config) {
 	wg.Wait()
 }
 
-// draws are the active completions' next tokens, drawn on the device: each from its row of
-// the distribution, with its stream's uniform at its next position (sampleRows's on the host).
-func draws(active []*completionState, cfg Config) gpt2.Draws {
+// draws are the batch's next tokens, drawn on the device: each from its row of the
+// distribution, with its stream's uniform at its next position (sampleRows's on the host): the
+// count of its tokens, fed (pos, already advanced past the one fed now) or to come.
+func draws(batch []*completionState, cfg Config) gpt2.Draws {
 	d := gpt2.Draws{Seed: cfg.Seed, Greedy: cfg.Greedy}
-	for _, st := range active {
+	for _, st := range batch {
 		d.Rows, d.Streams = append(d.Rows, int32(st.row)), append(d.Streams, st.stream)
-		d.Positions = append(d.Positions, int32(len(st.c.Tokens)))
+		d.Positions = append(d.Positions, st.pos-st.start)
 	}
 	return d
 }

@@ -127,8 +127,9 @@ func (*noGraphs) Graph([]launch.Launch) (launch.Graph, error) {
 
 // TestRolloutSamplesOnDevice: a rollout on a backend that samples on the device draws the
 // tokens and records the logprobs a rollout with the same kernels draws on the host, bit for
-// bit (repeated prompts, groups, the stop token, greedy), and moves 8 bytes a drawn token
-// to the host: its token and logprob, never a row of the distribution.
+// bit (repeated prompts, groups, the stop token, greedy), though its steps run as graphs and
+// finished completions ride along in its decode batch; and it moves 8 bytes a drawn token to
+// the host: its token and logprob, never a row of the distribution.
 func TestRolloutSamplesOnDevice(t *testing.T) {
 	cfg := gpt2test.Tiny()
 	params := gpt2test.Params(cfg, 11, 1)
@@ -168,9 +169,12 @@ func TestRolloutSamplesOnDevice(t *testing.T) {
 		if d.graphs == 0 {
 			t.Errorf("greedy %v: no decode step ran as a graph", greedy)
 		}
-		if want := 8 * got.Stats.NewTokens; toHost != want {
-			t.Errorf("greedy %v: %d bytes to the host for %d new tokens, want %d (a token and a logprob each)",
-				greedy, toHost, got.Stats.NewTokens, want)
+		if !greedy && got.Stats.RiderTokens == 0 {
+			t.Error("no finished completion rode along in the decode batch")
+		}
+		if want := 8 * (got.Stats.NewTokens + got.Stats.RiderTokens); toHost != want {
+			t.Errorf("greedy %v: %d bytes to the host for %d new tokens and %d riders', want %d (a token and a logprob each)",
+				greedy, toHost, got.Stats.NewTokens, got.Stats.RiderTokens, want)
 		}
 	}
 }

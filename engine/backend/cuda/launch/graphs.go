@@ -86,6 +86,12 @@ func (b *Backend) EndStep() {
 
 func graphsOff() bool { return os.Getenv("ROOKSCRIPT_CUDA_GRAPHS") == "0" }
 
+// StepsAsGraphs reports whether a decode step that repeats the last one runs as a graph.
+func (b *Backend) StepsAsGraphs() bool {
+	_, ok := b.d.(Graphs)
+	return ok && !b.graphs.off
+}
+
 // GraphError is why the driver could not make a graph, where it could not (decode steps then
 // launch one by one).
 func (b *Backend) GraphError() error { return b.graphs.err }
