@@ -111,28 +111,33 @@ func (s *step) flush() {
 		return
 	}
 	g, gs := s.Driver.(Graphs), &s.b.graphs
-	switch {
-	case gs.g != nil && sameLaunches(gs.graph, s.todo):
+	if gs.g != nil && sameLaunches(gs.graph, s.todo) || sameLaunches(gs.last, s.todo) && gs.remake(g, s.todo) {
 		g.LaunchGraph(gs.g)
-	case sameLaunches(gs.last, s.todo) && !gs.off:
-		if gs.g != nil {
-			g.DestroyGraph(gs.g)
-			gs.graph, gs.g = nil, nil
-		}
-		if made, err := g.Graph(s.todo); err != nil { // launched one by one from now on
-			gs.off, gs.err = true, err
-		} else {
-			gs.graph, gs.g = s.todo, made
-			g.LaunchGraph(gs.g)
-			break
-		}
-		fallthrough
-	default:
+	} else {
 		for _, l := range s.todo {
 			s.Driver.Launch(l.Kernel, l.Grid, l.Block, l.Shared, l.Args)
 		}
 	}
 	gs.last, s.todo, s.keep = s.todo, nil, nil
+}
+
+// remake replaces the graph with one of ls, reporting whether the driver could make it; where
+// it could not, steps launch one by one from then on.
+func (gs *stepGraphs) remake(g Graphs, ls []Launch) bool {
+	if gs.off {
+		return false
+	}
+	if gs.g != nil {
+		g.DestroyGraph(gs.g)
+		gs.graph, gs.g = nil, nil
+	}
+	made, err := g.Graph(ls)
+	if err != nil {
+		gs.off, gs.err = true, err
+		return false
+	}
+	gs.graph, gs.g = ls, made
+	return true
 }
 
 func (s *step) Alloc(bytes int, zero bool) uintptr {
