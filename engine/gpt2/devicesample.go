@@ -49,11 +49,15 @@ func (m *Model) deviceSampler() (DeviceSampler, error) {
 // each draw's token and logprob (as Dist.LogProb computes it) are all that reach the host.
 // The slices belong to the model until its next call.
 func (m *Model) PrefillSample(kv *KVCache, b *Batch, slots []int32, temperature float32, d Draws) ([]int32, []float32, error) {
+	ds, err := m.deviceSampler()
+	if err != nil {
+		return nil, nil, err
+	}
 	s, err := m.prefill(kv, b, slots, temperature)
 	if err != nil {
 		return nil, nil, err
 	}
-	return m.sampleOnDevice(s, len(b.Lens), temperature, d)
+	return m.sampleOnDevice(ds, s, len(b.Lens), temperature, d)
 }
 
 // DecodeSample is Decode followed by d's draws, made on the device as PrefillSample's. The
@@ -87,7 +91,7 @@ func (m *Model) DecodeSample(kv *KVCache, tokens, slots, pos []int32, temperatur
 		m.B.UploadI32(a.tok.Slice(0, n), tokens)
 	}
 	a.pos, a.slot = w.pos.sync(m.B, ds, pos), w.slot.sync(m.B, ds, slots)
-	return m.sampleOnDevice(m.decodeFed(a, kv, n), n, temperature, d)
+	return m.sampleOnDevice(ds, m.decodeFed(a, kv, n), n, temperature, d)
 }
 
 // stepGrapher is a backend that runs a decode step's launches as one graph where they repeat
@@ -98,11 +102,11 @@ type stepGrapher interface {
 	StepsAsGraphs() bool
 }
 
-// StepsAsGraphs reports whether the backend runs a decode step that repeats the last one as a
-// graph: a decode batch that keeps its rows then runs faster than one that sheds them.
+// StepsAsGraphs reports whether the backend runs a DecodeSample step that repeats the last one
+// as a graph: a decode batch that keeps its rows then runs faster than one that sheds them.
 func (m *Model) StepsAsGraphs() bool {
 	g, ok := m.B.(stepGrapher)
-	return ok && g.StepsAsGraphs() && m.SamplesOnDevice()
+	return ok && g.StepsAsGraphs()
 }
 
 // resident is device integers and the host's copy of what they hold, so that a step can
@@ -163,12 +167,10 @@ func (m *Model) drawing(n int) *drawings {
 	return w
 }
 
-func (m *Model) sampleOnDevice(s *sampling, rows int, temperature float32, d Draws) ([]int32, []float32, error) {
-	ds, err := m.deviceSampler()
+// sampleOnDevice makes d's draws from the first rows rows of s's logits, on the device.
+func (m *Model) sampleOnDevice(ds DeviceSampler, s *sampling, rows int, temperature float32, d Draws) ([]int32, []float32, error) {
 	n := len(d.Rows)
 	switch {
-	case err != nil:
-		return nil, nil, err
 	case len(d.Streams) != n || len(d.Positions) != n:
 		return nil, nil, fmt.Errorf("gpt2: %d draws with %d streams and %d positions", n, len(d.Streams), len(d.Positions))
 	case n == 0:

@@ -399,7 +399,7 @@ func sampleRows(d gpt2.Dist, active []*completionState, cfg Config) {
 			for k := w; k < len(active); k += workers {
 				st := active[k]
 				r := st.row
-				u := philox.Uniform(cfg.Seed, st.stream, uint32(len(st.c.Tokens))) // the token's position in its completion
+				u := philox.Uniform(cfg.Seed, st.stream, st.drawPos())
 				tok := st.smp.pick(d.Probs[r*v:(r+1)*v], u)
 				st.c.Tokens = append(st.c.Tokens, tok)
 				st.c.LogProbs = append(st.c.LogProbs, d.LogProb(r, tok, cfg.Temperature))
@@ -409,14 +409,18 @@ func sampleRows(d gpt2.Dist, active []*completionState, cfg Config) {
 	wg.Wait()
 }
 
+// drawPos is the position in its stream of a completion's next draw: the tokens fed to the
+// model after its prompt, the one being fed now among them — its token count, for an active
+// completion, and still advancing for one that rides along.
+func (st *completionState) drawPos() uint32 { return uint32(st.pos - st.start) }
+
 // draws are the batch's next tokens, drawn on the device: each from its row of the
-// distribution, with its stream's uniform at its next position (sampleRows's on the host): the
-// count of its tokens, fed (pos, already advanced past the one fed now) or to come.
+// distribution, with its stream's uniform at drawPos, as sampleRows draws on the host.
 func draws(batch []*completionState, cfg Config) gpt2.Draws {
 	d := gpt2.Draws{Seed: cfg.Seed, Greedy: cfg.Greedy}
 	for _, st := range batch {
 		d.Rows, d.Streams = append(d.Rows, int32(st.row)), append(d.Streams, st.stream)
-		d.Positions = append(d.Positions, st.pos-st.start)
+		d.Positions = append(d.Positions, int32(st.drawPos()))
 	}
 	return d
 }

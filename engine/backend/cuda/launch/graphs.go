@@ -32,7 +32,7 @@ type Graphs interface {
 // Graph is a driver's graph.
 type Graph any
 
-// Launch is one kernel launch as a graph holds it (its arguments' bits; no Mem).
+// Launch is one kernel launch as a graph holds it.
 type Launch struct {
 	Kernel      kernels.Kernel
 	Grid, Block Dim
@@ -52,8 +52,9 @@ func sameLaunches(a, b []Launch) bool { return slices.EqualFunc(a, b, Launch.sam
 type stepGraphs struct {
 	off   bool
 	err   error // why the driver could not make a graph, which turned them off
-	step  *step
-	graph []Launch // what b.g was made of
+	in    bool  // a step is under way: b.d is step
+	step  step
+	graph []Launch // what g was made of
 	g     Graph
 	last  []Launch
 }
@@ -62,26 +63,26 @@ type stepGraphs struct {
 type step struct {
 	Driver
 	b    *Backend
-	todo []Launch
-	keep [][]Arg // the waiting launches' arguments, their Mem reachable until issued
+	todo []Launch // waiting; their arguments' Mem kept reachable until issued
 }
 
 // BeginStep starts a decode step (gpt2.Model.DecodeSample); EndStep ends it.
 func (b *Backend) BeginStep() {
-	if _, ok := b.d.(Graphs); !ok || b.graphs.off || b.graphs.step != nil {
+	gs := &b.graphs
+	if _, ok := b.d.(Graphs); !ok || gs.off || gs.in {
 		return
 	}
-	b.graphs.step = &step{Driver: b.d, b: b}
-	b.d = b.graphs.step
+	gs.step.Driver, gs.step.b, gs.in = b.d, b, true
+	b.d = &gs.step
 }
 
 func (b *Backend) EndStep() {
-	s := b.graphs.step
-	if s == nil {
+	gs := &b.graphs
+	if !gs.in {
 		return
 	}
-	s.flush()
-	b.d, b.graphs.step = s.Driver, nil
+	gs.step.flush()
+	b.d, gs.in = gs.step.Driver, false
 }
 
 func graphsOff() bool { return os.Getenv("ROOKSCRIPT_CUDA_GRAPHS") == "0" }
@@ -96,13 +97,9 @@ func (b *Backend) StepsAsGraphs() bool {
 // launch one by one).
 func (b *Backend) GraphError() error { return b.graphs.err }
 
+// Launch keeps the launch for flush; args is the caller's own (Backend.launch's).
 func (s *step) Launch(k kernels.Kernel, grid, block Dim, shared int, args []Arg) {
-	bits := make([]Arg, len(args))
-	for i, a := range args {
-		bits[i] = Arg{Bits: a.Bits, Kind: a.Kind}
-	}
-	s.todo = append(s.todo, Launch{Kernel: k, Grid: grid, Block: block, Shared: shared, Args: bits})
-	s.keep = append(s.keep, args)
+	s.todo = append(s.todo, Launch{Kernel: k, Grid: grid, Block: block, Shared: shared, Args: args})
 }
 
 // flush issues the waiting launches: as the last graph, as a new one, or one by one.
@@ -111,14 +108,25 @@ func (s *step) flush() {
 		return
 	}
 	g, gs := s.Driver.(Graphs), &s.b.graphs
-	if gs.g != nil && sameLaunches(gs.graph, s.todo) || sameLaunches(gs.last, s.todo) && gs.remake(g, s.todo) {
+	replay := gs.g != nil && sameLaunches(gs.graph, s.todo)
+	if replay || sameLaunches(gs.last, s.todo) && gs.remake(g, s.todo) {
 		g.LaunchGraph(gs.g)
 	} else {
 		for _, l := range s.todo {
 			s.Driver.Launch(l.Kernel, l.Grid, l.Block, l.Shared, l.Args)
 		}
 	}
-	gs.last, s.todo, s.keep = s.todo, nil, nil
+	if replay { // the graph's list stands for this one; the list's storage serves the next step
+		clear(s.todo)
+		gs.last, s.todo = gs.graph, s.todo[:0]
+		return
+	}
+	for _, l := range s.todo { // kept to compare with, not to hold the buffers
+		for i := range l.Args {
+			l.Args[i].Mem = nil
+		}
+	}
+	gs.last, s.todo = s.todo, nil
 }
 
 // remake replaces the graph with one of ls, reporting whether the driver could make it; where
